@@ -1,0 +1,46 @@
+/*
+ * Process configuration, read once from the environment at start (ARCHITECTURE.md lists the
+ * variables). After config_load() the global `cfg` is read-only.
+ */
+#pragma once
+#include <stdbool.h>
+
+typedef struct config {
+    int port;
+    char *host;
+    int workers;
+    bool production;        /* APP_ENV=production */
+    char *database_url;     /* NULL: not configured */
+    int db_pool_size;
+    char *redis_url;        /* NULL: not configured */
+    char *client_key;       /* X-Client-Key for /api/health */
+    bool disable_client_auth;
+    char *public_url;       /* no trailing slash */
+    char *frontend_url;     /* no trailing slash */
+    char **trusted_origins; /* NULL-terminated, no trailing slashes */
+    int n_trusted_origins;
+    char *smtp_url;         /* NULL: write .eml files under mail_dir (development) */
+    char *mail_from;
+    char *mail_dir;         /* .local/mail */
+    char *storage_driver;   /* "local" or "s3" */
+    char *storage_dir;
+    char *s3_endpoint, *s3_region, *s3_bucket, *s3_access_key_id, *s3_secret_access_key;
+    bool s3_force_path_style;
+    char *video_app_id, *video_app_certificate;
+    char *push_url;
+    char *push_access_token;
+    bool rate_limiter_enabled;
+    int rate_limiter_points, rate_limiter_duration;
+    int auth_rate_limit_points, auth_rate_limit_duration;
+    int resend_activation_cooldown;
+    int log_level;
+} config_t;
+
+extern config_t cfg;
+
+/* Parses the environment into cfg. Returns 0, or -1 after logging which variable is invalid. */
+int config_load(void);
+/* Parses an integer variable: the default when unset or invalid (invalid is logged). */
+int config_int(const char *name, int def, int min, int max);
+/* True when `origin` (scheme://host[:port]) is in TRUSTED_ORIGINS. */
+bool config_origin_trusted(const char *origin, unsigned long len);

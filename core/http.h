@@ -1,0 +1,170 @@
+/*
+ * HTTP/1.1 server on the libuv loop (llhttp parser).
+ *
+ * Ownership: a connection owns at most one live request at a time (pipelined requests wait in
+ * the read buffer and are answered in order). A request is refcounted: the connection holds one
+ * reference until the response is written; every async operation started for the request
+ * (query, thread-pool job, curl job) takes one more with http_req_ref() and drops it with
+ * http_req_unref() when it completes. When the client goes away first, req->conn becomes NULL
+ * (http_req_gone() is true) and replies become no-ops, so a late completion finds the request
+ * cancelled, never freed. The arena and everything in it are freed when the last reference
+ * drops.
+ *
+ * Handlers reply exactly once with one of the http_reply* calls, or open a stream.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/arena.h"
+#include "core/buf.h"
+#include "core/sbuf.h"
+
+typedef struct http_conn http_conn_t;
+typedef struct http_req http_req_t;
+typedef struct route route_t;
+struct caller;
+
+/* Methods use llhttp's numbering (llhttp_method_t). */
+enum {
+    HTTP_M_DELETE = 0,
+    HTTP_M_GET = 1,
+    HTTP_M_HEAD = 2,
+    HTTP_M_POST = 3,
+    HTTP_M_PUT = 4,
+    HTTP_M_OPTIONS = 6,
+    HTTP_M_PATCH = 28,
+};
+
+#define HTTP_MAX_PARAMS 8
+#define HTTP_HEAD_LIMIT (16 * 1024)
+#define HTTP_JSON_LIMIT (1024 * 1024)
+
+typedef struct http_header {
+    const char *name;
+    const char *value;
+} http_header_t;
+
+typedef void (*http_req_cb)(http_req_t *req);
+/* Streamed request body: return 0 to go on, -1 to stop (the handler then replies). */
+typedef int (*http_body_chunk_cb)(http_req_t *req, const char *data, size_t len);
+
+struct http_req {
+    arena_t arena;
+    http_conn_t *conn; /* NULL once the client is gone */
+    char id[17];       /* request id (hex), also sent as X-Request-Id */
+    int method;
+    const char *method_name;
+    const char *path;  /* percent-decoded path, no query */
+    const char *query; /* raw query string after '?', or NULL */
+    http_header_t *headers;
+    int nheaders;
+    char *body; /* buffered body, NUL-terminated; NULL when absent or streamed */
+    size_t body_len;
+    const route_t *route;
+    const char *params[HTTP_MAX_PARAMS]; /* route :params, percent-decoded, in pattern order */
+    int nparams;
+    struct caller *caller; /* set by the auth guard (routes/context.h) */
+    void *data;            /* handler state */
+    char client_ip[48];
+    uint64_t start_ns;
+    int status; /* response status, once replied */
+    bool replied;
+    bool streaming;
+    /* Called once when the client disconnects while the request is pending or streaming. */
+    http_req_cb on_gone;
+
+    /* private to core/http */
+    int refs;
+    bool head_only;
+    bool keep_alive;
+    bool want_continue;
+    uint64_t content_length;
+    bool has_content_length;
+    bool body_streamed;
+    bool body_done;
+    size_t body_cap;
+    http_body_chunk_cb on_body_chunk;
+    http_req_cb on_body_end;
+    http_header_t *res_headers;
+    int n_res_headers, cap_res_headers;
+    buf_t *res_owned; /* heap body handed over by http_reply_buf */
+    const char *cur_header_name;
+    size_t cur_header_name_len;
+    buf_t hbuf; /* header name/value/url accumulation */
+    char *url_raw;
+    struct http_req *next_free;
+};
+
+/* Starts listening (SO_REUSEPORT, so WORKERS processes share the port). 0 or negative uv error. */
+int http_server_start(uv_loop_t *loop, const char *host, int port);
+/* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
+ * every connection is closed. */
+void http_server_shutdown(void (*done)(void));
+/* Number of open connections (for stats). */
+size_t http_server_conn_count(void);
+
+void http_req_ref(http_req_t *req);
+void http_req_unref(http_req_t *req);
+static inline bool http_req_gone(const http_req_t *req)
+{
+    return req->conn == NULL;
+}
+
+/* Case-insensitive header lookup; NULL when absent. */
+const char *http_req_header(const http_req_t *req, const char *name);
+/* Percent-decoded query parameter (arena); NULL when absent. present is set when the key
+ * appears at all. */
+const char *http_req_query(http_req_t *req, const char *name);
+/* Cookie value (arena); NULL when absent. */
+const char *http_req_cookie(http_req_t *req, const char *name);
+/* Route parameter by position. */
+static inline const char *http_req_param(const http_req_t *req, int i)
+{
+    return i < req->nparams ? req->params[i] : NULL;
+}
+
+/* Adds a response header; name and value are copied into the arena. */
+void http_res_header(http_req_t *req, const char *name, const char *value);
+
+/* Replies. body must stay valid until the request is freed (arena, static or owned). */
+void http_reply(http_req_t *req, int status, const char *content_type, const char *body, size_t len);
+/* Takes ownership of a heap buffer (freed after the write). */
+void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t *body);
+/* JSON body, copied into the arena. */
+void http_reply_json(http_req_t *req, int status, const char *json);
+void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len);
+void http_reply_empty(http_req_t *req, int status);
+/* The error shape of DECISIONS.md: {"error":{"code","message"}}. */
+void http_reply_error(http_req_t *req, int status, const char *code, const char *message);
+/* details_json: a JSON array text for "details" (validation failures), or NULL. */
+void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,
+                              const char *details_json);
+/* 429 with Retry-After and top-level retryAfterSeconds. */
+void http_reply_rate_limited(http_req_t *req, const char *code, const char *message, int retry_after);
+void http_reply_redirect(http_req_t *req, int status, const char *location);
+
+/* Streamed request body (routes flagged ROUTE_STREAM_BODY): the handler runs once the head is
+ * parsed and the guard passed; it calls this to start receiving chunks. on_end runs after the
+ * last chunk; the handler replies from there (or earlier on error). */
+void http_req_read_body(http_req_t *req, http_body_chunk_cb on_chunk, http_req_cb on_end);
+/* Backpressure for streamed bodies: stop and restart reading from the socket. */
+void http_req_pause_body(http_req_t *req);
+void http_req_resume_body(http_req_t *req);
+
+/* Streamed response (SSE): writes the head without Content-Length; the connection closes when
+ * the stream ends. Extra headers come from http_res_header() before the call. */
+void http_stream_open(http_req_t *req, int status, const char *content_type);
+/* Queues a shared buffer (takes a reference). Returns -1 when the request is gone or its queue
+ * is over max_pending bytes (the caller should then close the stream). */
+int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending);
+/* Bytes written to the stream but not yet flushed to the socket. */
+size_t http_stream_pending(const http_req_t *req);
+/* Ends the stream and closes the connection. on_gone is not called. */
+void http_stream_close(http_req_t *req);
+
+/* Monotonic clock in ns, and the loop the server runs on. */
+uint64_t http_now_ns(void);
+uv_loop_t *http_loop(void);

@@ -1,0 +1,21 @@
+/* Logging to stderr, one line per record, filtered by LOG_LEVEL. */
+#pragma once
+
+enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
+
+extern int log_level_current;
+
+void log_set_level(int level);
+int log_level_parse(const char *s); /* -1 when unknown */
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...)                                                                              \
+    do {                                                                                           \
+        if (log_level_current >= LOG_INFO) log_msg(LOG_INFO, __VA_ARGS__);                        \
+    } while (0)
+#define log_debug(...)                                                                             \
+    do {                                                                                           \
+        if (log_level_current >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__);                      \
+    } while (0)

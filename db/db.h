@@ -1,0 +1,81 @@
+/*
+ * Async PostgreSQL on the libuv loop: a pool of DATABASE_POOL_SIZE libpq connections per worker,
+ * each driven by one uv_poll_t on its socket (PQconnectStart/PQconnectPoll, PQsendQueryParams or
+ * prepared statements, PQconsumeInput/PQisBusy/PQgetResult). Never blocks the loop.
+ *
+ * Queries are queued FIFO when every connection is busy (bounded: a full queue fails at once
+ * with DB_ERR_BUSY). Connections that break are re-established with backoff; queries that were
+ * in flight on them fail with conn_lost (the route answers 503), later ones succeed.
+ *
+ * SQL text passed here must be a string that outlives the query (use static const strings:
+ * the pool prepares each distinct SQL pointer once per connection and reuses the statement).
+ * Parameter values are copied when the call is made, so callers may free them right after.
+ * All values are text format; NULL entries are SQL NULL.
+ *
+ * Callbacks always fire exactly once, from the loop, never from inside the call that queued the
+ * query. The result is freed right after the callback returns.
+ */
+#pragma once
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "core/http.h"
+
+typedef struct db_result {
+    PGresult *pg;         /* NULL when the query never ran (connection lost, queue full) */
+    bool ok;              /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
+    bool conn_lost;       /* connection failure or pool unavailable: answer 503 */
+    const char *sqlstate; /* e.g. "23505" (unique_violation); NULL when none */
+    const char *error;    /* message for logs only, never for clients */
+} db_result_t;
+
+typedef void (*db_cb)(db_result_t *r, void *data);
+typedef struct db_tx db_tx_t;
+typedef void (*db_tx_cb)(db_tx_t *tx, db_result_t *r, void *data);
+
+/* Starts connecting the pool; returns 0 (connections come up in the background). */
+int db_init(uv_loop_t *loop, const char *conninfo, int pool_size);
+/* Closes every connection; pending callbacks get conn_lost. */
+void db_shutdown(void);
+/* True when at least one connection is up. */
+bool db_available(void);
+
+/* One statement in autocommit mode on any free connection. */
+void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);
+
+/* Transactions: db_tx_begin takes a connection for the caller alone and runs BEGIN; the callback
+ * gets the tx (NULL when r->ok is false). Statements run in order on that connection with
+ * db_tx_query. db_tx_commit / db_tx_rollback end it and return the connection to the pool
+ * (the tx pointer is invalid afterwards). A failed statement leaves the tx aborted; commit then
+ * rolls back and reports the failure. */
+void db_tx_begin(db_tx_cb cb, void *data);
+void db_tx_query(db_tx_t *tx, const char *sql, int nparams, const char *const *values, db_cb cb,
+                 void *data);
+void db_tx_commit(db_tx_t *tx, db_cb cb, void *data);
+void db_tx_rollback(db_tx_t *tx);
+
+/* Result accessors (row/col bounds are checked: out of range gives NULL / 0). */
+int db_nrows(const db_result_t *r);
+const char *db_get(const db_result_t *r, int row, int col); /* NULL for SQL NULL */
+size_t db_getlen(const db_result_t *r, int row, int col);
+bool db_isnull(const db_result_t *r, int row, int col);
+long long db_getll(const db_result_t *r, int row, int col, long long def);
+
+/* Request-scoped variants: take a reference on req for the query's lifetime; the callback runs
+ * only while the client is still there (when it has gone, the result is dropped, an open
+ * transaction is rolled back, and the reference released). */
+typedef void (*db_req_cb)(http_req_t *req, db_result_t *r);
+void db_req_query(http_req_t *req, const char *sql, int nparams, const char *const *values,
+                  db_req_cb cb);
+
+/* If r failed: replies 503 UNAVAILABLE (conn_lost) or 500 INTERNAL (anything else, logged with
+ * the request id) and returns true. Returns false when r is ok. */
+bool db_failed_or_reply(http_req_t *req, const db_result_t *r);
+
+/* Migrations: the one synchronous path, run before the listener opens. Applies the numbered
+ * SQL files, embedded into the binary at build time from
+ * db/migrations/NNNN_name.sql files not yet recorded in schema_migrations, each in its own
+ * transaction, under pg_advisory_lock so concurrent workers/processes never race.
+ * Returns 0 or -1 (logged). */
+int db_migrate(const char *conninfo);

@@ -1,0 +1,40 @@
+/*
+ * Redis on the loop through hiredis's libuv adapter. Two connections per worker: one for commands
+ * and one for subscriptions (subscribe mode forbids other commands). Both reconnect with backoff
+ * (100 ms doubling to 5 s). While the command connection is down, commands fail at once
+ * (callback with reply NULL); subscriptions are re-issued after a reconnect.
+ */
+#pragma once
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+/* reply is NULL on any failure (not connected, timeout, connection lost); it is freed after the
+ * callback returns. */
+typedef void (*redis_reply_cb)(redisReply *reply, void *data);
+/* A message on a subscribed channel. */
+typedef void (*redis_message_cb)(const char *channel, const char *msg, size_t len, void *data);
+
+/* url: redis://[:password@]host:port[/db]. Returns 0; connecting goes on in the background. */
+int redis_init(uv_loop_t *loop, const char *url);
+void redis_shutdown(void);
+bool redis_connected(void);
+
+/* printf-style command (hiredis format: %s strings, %b binary with size_t length). cb may be NULL.
+ * Commands time out after 2 s. */
+void redis_command(redis_reply_cb cb, void *data, const char *fmt, ...);
+void redis_command_argv(redis_reply_cb cb, void *data, int argc, const char **argv,
+                        const size_t *lens);
+
+/* PUBLISH, retried (bounded queue, oldest dropped with a warning) while Redis is down. */
+void redis_publish(const char *channel, const char *msg, size_t len);
+
+/* Subscriptions are refcounted per channel: the first subscribe sends SUBSCRIBE, the last
+ * unsubscribe sends UNSUBSCRIBE. One handler for all messages (the SSE hub). */
+void redis_set_message_handler(redis_message_cb cb, void *data);
+void redis_subscribe(const char *channel);
+void redis_unsubscribe(const char *channel);
+
+/* Health: PING with a 1 s timeout; cb(ok). */
+void redis_ping(void (*cb)(bool ok, void *data), void *data);
