@@ -12,6 +12,7 @@ typedef struct arena_chunk arena_chunk_t;
 typedef struct arena {
     arena_chunk_t *head;
     size_t total; /* bytes handed out, for limits and stats */
+    struct arena_cleanup *cleanups;
 } arena_t;
 
 void arena_init(arena_t *a);
@@ -24,3 +25,7 @@ char *arena_printf(arena_t *a, const char *fmt, ...) __attribute__((format(print
 char *arena_vprintf(arena_t *a, const char *fmt, va_list ap);
 /* Frees every chunk; the arena may be reused after arena_init(). */
 void arena_free(arena_t *a);
+
+/* Runs fn(p) when the arena is freed (latest registered first): e.g. json_decref of a parsed
+ * body. */
+void arena_on_free(arena_t *a, void (*fn)(void *), void *p);

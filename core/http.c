@@ -1,0 +1,1138 @@
+/*
+ * HTTP/1.1 connections on the libuv loop.
+ *
+ * Reads land directly in the connection's input buffer (alloc_cb hands out its spare room) and
+ * llhttp parses from there. One request is live per connection: when a message is complete the
+ * parser pauses, the request is routed, and the bytes of any pipelined request wait in the
+ * buffer until the response is written, so answers leave in order. Reading goes on while a
+ * request is handled (up to a cap) so a client that disconnects is noticed at once and its
+ * request is marked gone.
+ *
+ * Timers (one uv_timer_t per connection): 60 s idle between requests, 30 s for a whole head
+ * (a dribbling client does not reset it), 30 s between body reads, 60 s for a response the
+ * client does not read. Streams (SSE) have no timer: their writes and the stream hub police them.
+ *
+ * Ownership: http_conn_t is freed only in its uv_close callback. The connection holds one
+ * reference on its live request; see http.h for the request's lifetime.
+ */
+#include "core/http.h"
+
+#include <errno.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/router.h"
+#include "core/url.h"
+
+#define READ_CHUNK (16 * 1024)
+#define PIPELINE_CAP (64 * 1024) /* bytes buffered while a request is being handled */
+#define MAX_HEADERS 100
+#define IDLE_TIMEOUT_MS 60000
+#define HEAD_TIMEOUT_MS 30000
+#define BODY_TIMEOUT_MS 30000
+#define WRITE_TIMEOUT_MS 60000
+
+enum conn_state {
+    CONN_IDLE,      /* waiting for the first byte of a request */
+    CONN_HEAD,      /* request head arriving */
+    CONN_BODY,      /* request body arriving (buffered or streamed) */
+    CONN_HANDLING,  /* request complete (or streamed), handler running */
+    CONN_WRITING,   /* response queued, waiting for the write to finish */
+    CONN_STREAMING, /* response stream open */
+    CONN_CLOSING,
+};
+
+struct http_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    llhttp_t parser;
+    buf_t in;      /* unparsed input */
+    size_t in_off; /* parsed prefix of `in` not yet discarded */
+    http_req_t *req;
+    enum conn_state state;
+    bool reading;
+    bool body_paused;  /* streamed body: route asked for backpressure */
+    bool in_process;   /* conn_process running (re-entrancy guard) */
+    bool again;        /* conn_process should loop */
+    bool msg_complete; /* parser finished a message not yet dispatched */
+    bool head_ready;   /* streamed-body route: head parsed, dispatch pending */
+    bool close_after;  /* close once the response is written */
+    bool parse_error;
+    int error_status;
+    const char *error_code;
+    const char *error_msg;
+    size_t head_bytes;
+    size_t stream_pending;
+    int writes_in_flight;
+    struct http_conn *prev, *next; /* all connections, for shutdown */
+    char ip[48];
+};
+
+typedef struct write_req {
+    uv_write_t w;
+    http_conn_t *conn;
+    sbuf_t *sb;         /* stream chunk, or NULL */
+    bool ends_response; /* finishing this write completes the request */
+    size_t bytes;
+    char *copy; /* remainder of a partially written response, heap */
+} write_req_t;
+
+static uv_loop_t *loop_ref;
+static uv_tcp_t server;
+static bool server_open;
+static bool shutting_down;
+static void (*shutdown_done)(void);
+static http_conn_t *conns;
+static size_t nconns;
+static uint64_t req_counter;
+static llhttp_settings_t settings;
+
+static void conn_close(http_conn_t *c);
+static void conn_process(http_conn_t *c);
+static void conn_read_start(http_conn_t *c);
+static void conn_read_stop(http_conn_t *c);
+static void conn_arm(http_conn_t *c, uint64_t ms);
+static void conn_finish_request(http_conn_t *c);
+static void req_free(http_req_t *req);
+static void write_error_and_close(http_conn_t *c, int status, const char *code, const char *msg);
+
+uv_loop_t *http_loop(void)
+{
+    return loop_ref;
+}
+
+uint64_t http_now_ns(void)
+{
+    return uv_hrtime();
+}
+
+size_t http_server_conn_count(void)
+{
+    return nconns;
+}
+
+/* ---- requests ---- */
+
+static http_req_t *req_new(http_conn_t *c)
+{
+    http_req_t *req = xcalloc(1, sizeof(*req));
+    arena_init(&req->arena);
+    req->conn = c;
+    req->refs = 1;
+    req->start_ns = uv_hrtime();
+    uint64_t n = ++req_counter;
+    snprintf(req->id, sizeof(req->id), "%08x%08x", (unsigned)getpid(), (unsigned)n);
+    memcpy(req->client_ip, c->ip, sizeof(req->client_ip));
+    req->keep_alive = true;
+    return req;
+}
+
+void http_req_ref(http_req_t *req)
+{
+    req->refs++;
+}
+
+void http_req_unref(http_req_t *req)
+{
+    if (--req->refs == 0) req_free(req);
+}
+
+static void req_free(http_req_t *req)
+{
+    if (req->res_owned) {
+        buf_free(req->res_owned);
+        free(req->res_owned);
+    }
+    buf_free(&req->hbuf);
+    arena_free(&req->arena);
+    free(req);
+}
+
+const char *http_req_header(const http_req_t *req, const char *name)
+{
+    for (int i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0) return req->headers[i].value;
+    return NULL;
+}
+
+const char *http_req_query(http_req_t *req, const char *name)
+{
+    return url_query_get(&req->arena, req->query, name);
+}
+
+const char *http_req_cookie(http_req_t *req, const char *name)
+{
+    return url_cookie_get(&req->arena, http_req_header(req, "Cookie"), name);
+}
+
+void http_res_header(http_req_t *req, const char *name, const char *value)
+{
+    if (req->n_res_headers == req->cap_res_headers) {
+        int cap = req->cap_res_headers ? req->cap_res_headers * 2 : 8;
+        http_header_t *h = arena_alloc(&req->arena, (size_t)cap * sizeof(*h));
+        if (req->n_res_headers) memcpy(h, req->res_headers, (size_t)req->n_res_headers * sizeof(*h));
+        req->res_headers = h;
+        req->cap_res_headers = cap;
+    }
+    req->res_headers[req->n_res_headers].name = arena_strdup(&req->arena, name);
+    req->res_headers[req->n_res_headers].value = arena_strdup(&req->arena, value);
+    req->n_res_headers++;
+}
+
+/* ---- response heads ---- */
+
+static const char *status_text(int s)
+{
+    switch (s) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+/* The Date header changes once a second; format it once a second. */
+static const char *http_date(void)
+{
+    static char cached[40];
+    static time_t cached_at;
+    time_t now = time(NULL);
+    if (now != cached_at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(cached, sizeof(cached), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        cached_at = now;
+    }
+    return cached;
+}
+
+static void add_cors(http_req_t *req, buf_t *h)
+{
+    const char *origin = http_req_header(req, "Origin");
+    if (!origin || !config_origin_trusted(origin, strlen(origin))) return;
+    buf_printf(h,
+               "Access-Control-Allow-Origin: %s\r\nAccess-Control-Allow-Credentials: true\r\n"
+               "Access-Control-Expose-Headers: X-Request-Id, Retry-After\r\nVary: Origin\r\n",
+               origin);
+}
+
+/* Builds the head into the arena. content_length: the body length, HEAD_STREAM for a stream
+ * (no length, connection closes), HEAD_NO_BODY for 1xx/204/304 (neither). */
+#define HEAD_STREAM (-1)
+#define HEAD_NO_BODY (-2)
+static char *build_head(http_req_t *req, int status, const char *ctype, long long content_length,
+                        size_t *len_out)
+{
+    buf_t h = BUF_INIT;
+    buf_reserve(&h, 512);
+    buf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", status, status_text(status),
+               http_date(), req->id);
+    if (ctype && content_length != HEAD_NO_BODY) buf_printf(&h, "Content-Type: %s\r\n", ctype);
+    if (content_length >= 0) buf_printf(&h, "Content-Length: %lld\r\n", content_length);
+    buf_puts(&h, "X-Content-Type-Options: nosniff\r\n");
+    if (content_length != HEAD_STREAM) buf_puts(&h, "Cache-Control: no-store\r\n");
+    add_cors(req, &h);
+    for (int i = 0; i < req->n_res_headers; i++)
+        buf_printf(&h, "%s: %s\r\n", req->res_headers[i].name, req->res_headers[i].value);
+    bool close = content_length == HEAD_STREAM || !req->keep_alive || shutting_down ||
+                 (req->conn && req->conn->close_after);
+    buf_puts(&h, close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
+    char *out = arena_strndup(&req->arena, h.data, h.len);
+    *len_out = h.len;
+    buf_free(&h);
+    return out;
+}
+
+/* ---- writing ---- */
+
+static void on_write_done(uv_write_t *w, int status)
+{
+    write_req_t *wr = container_of(w, write_req_t, w);
+    http_conn_t *c = wr->conn;
+    c->writes_in_flight--;
+    if (wr->sb) {
+        c->stream_pending -= wr->bytes;
+        sbuf_unref(wr->sb);
+    }
+    free(wr->copy);
+    bool ends = wr->ends_response;
+    free(wr);
+    if (c->state == CONN_CLOSING) return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    if (ends) conn_finish_request(c);
+}
+
+/* Writes iovecs: as much as possible at once with uv_try_write, the rest with uv_write from a
+ * heap copy (only the unwritten tail is copied, which is rare and small in practice). */
+static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool ends)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += bufs[i].len;
+    int written = 0;
+    if (c->writes_in_flight == 0) {
+        written = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)n);
+        if (written == UV_EAGAIN || written == UV_ENOSYS) written = 0;
+        if (written < 0) {
+            conn_close(c);
+            return;
+        }
+    }
+    if ((size_t)written == total) {
+        if (ends) conn_finish_request(c);
+        return;
+    }
+    write_req_t *wr = xcalloc(1, sizeof(*wr));
+    wr->conn = c;
+    wr->ends_response = ends;
+    size_t rest = total - (size_t)written;
+    uv_buf_t one;
+    if (sb && written == 0 && n == 1) {
+        /* Stream chunk not touched yet: write straight from the shared buffer. */
+        wr->sb = sbuf_ref(sb);
+        wr->bytes = rest;
+        c->stream_pending += rest;
+        one = bufs[0];
+    } else {
+        wr->copy = xmalloc(rest);
+        size_t skip = (size_t)written, off = 0;
+        for (int i = 0; i < n; i++) {
+            size_t l = bufs[i].len;
+            if (skip >= l) {
+                skip -= l;
+                continue;
+            }
+            memcpy(wr->copy + off, bufs[i].base + skip, l - skip);
+            off += l - skip;
+            skip = 0;
+        }
+        if (sb) {
+            /* Copied tail of a stream chunk: it still counts as pending stream bytes. */
+            wr->bytes = rest;
+            c->stream_pending += rest;
+            wr->sb = sbuf_ref(sb);
+        }
+        one = uv_buf_init(wr->copy, (unsigned)rest);
+    }
+    c->writes_in_flight++;
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &one, 1, on_write_done) != 0) {
+        c->writes_in_flight--;
+        if (wr->sb) {
+            c->stream_pending -= wr->bytes;
+            sbuf_unref(wr->sb);
+        }
+        free(wr->copy);
+        free(wr);
+        conn_close(c);
+        return;
+    }
+    if (c->state == CONN_WRITING) conn_arm(c, WRITE_TIMEOUT_MS);
+}
+
+static void log_request(http_req_t *req)
+{
+    double ms = (double)(uv_hrtime() - req->start_ns) / 1e6;
+    log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-",
+             req->path ? req->path : "-", req->status, ms, req->id);
+}
+
+static bool reply_prologue(http_req_t *req, int status)
+{
+    if (req->replied) {
+        log_error("request %s: second reply (%d) ignored", req->id, status);
+        return false;
+    }
+    req->replied = true;
+    req->status = status;
+    if (!req->conn) {
+        log_request(req);
+        return false;
+    }
+    http_conn_t *c = req->conn;
+    /* A body we did not read (answer before the body) cannot be skipped safely: close after. */
+    if (!req->body_done) req->keep_alive = false;
+    if (c->parse_error) req->keep_alive = false;
+    if (!req->keep_alive || shutting_down) c->close_after = true;
+    conn_read_stop(c);
+    c->state = CONN_WRITING;
+    return true;
+}
+
+void http_reply(http_req_t *req, int status, const char *ctype, const char *body, size_t len)
+{
+    if (!reply_prologue(req, status)) return;
+    bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
+    size_t hlen;
+    char *head = build_head(req, status, ctype, no_body ? HEAD_NO_BODY : (long long)len, &hlen);
+    uv_buf_t bufs[2] = {uv_buf_init(head, (unsigned)hlen), uv_buf_init((char *)body, (unsigned)len)};
+    int n = (no_body || req->head_only || len == 0) ? 1 : 2;
+    conn_write(req->conn, bufs, n, NULL, true);
+}
+
+void http_reply_buf(http_req_t *req, int status, const char *ctype, buf_t *body)
+{
+    req->res_owned = xmalloc(sizeof(buf_t));
+    *req->res_owned = *body;
+    body->data = NULL;
+    body->len = body->cap = 0;
+    http_reply(req, status, ctype, req->res_owned->data ? req->res_owned->data : "",
+               req->res_owned->len);
+}
+
+void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len)
+{
+    char *copy = arena_strndup(&req->arena, json, len);
+    http_reply(req, status, "application/json; charset=utf-8", copy, len);
+}
+
+void http_reply_json(http_req_t *req, int status, const char *json)
+{
+    http_reply_jsonn(req, status, json, strlen(json));
+}
+
+void http_reply_empty(http_req_t *req, int status)
+{
+    http_reply(req, status, NULL, "", 0);
+}
+
+void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,
+                              const char *details_json)
+{
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"error\":{\"code\":");
+    buf_json_str(&b, code);
+    buf_puts(&b, ",\"message\":");
+    buf_json_str(&b, message);
+    if (details_json) {
+        buf_puts(&b, ",\"details\":");
+        buf_puts(&b, details_json);
+    }
+    buf_puts(&b, "}}");
+    http_reply_buf(req, status, "application/json; charset=utf-8", &b);
+}
+
+void http_reply_error(http_req_t *req, int status, const char *code, const char *message)
+{
+    http_reply_error_details(req, status, code, message, NULL);
+}
+
+void http_reply_rate_limited(http_req_t *req, const char *code, const char *message, int retry_after)
+{
+    char ra[24];
+    snprintf(ra, sizeof(ra), "%d", retry_after);
+    http_res_header(req, "Retry-After", ra);
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"error\":{\"code\":");
+    buf_json_str(&b, code);
+    buf_puts(&b, ",\"message\":");
+    buf_json_str(&b, message);
+    buf_printf(&b, "},\"retryAfterSeconds\":%d}", retry_after);
+    http_reply_buf(req, 429, "application/json; charset=utf-8", &b);
+}
+
+void http_reply_redirect(http_req_t *req, int status, const char *location)
+{
+    http_res_header(req, "Location", location);
+    http_reply(req, status, NULL, "", 0);
+}
+
+/* ---- streams ---- */
+
+void http_stream_open(http_req_t *req, int status, const char *ctype)
+{
+    if (!reply_prologue(req, status)) return;
+    http_conn_t *c = req->conn;
+    req->streaming = true;
+    req->keep_alive = false;
+    c->close_after = true;
+    size_t hlen;
+    char *head = build_head(req, status, ctype, HEAD_STREAM, &hlen);
+    c->state = CONN_STREAMING;
+    uv_timer_stop(&c->timer);
+    uv_buf_t b = uv_buf_init(head, (unsigned)hlen);
+    conn_write(c, &b, 1, NULL, false);
+    /* Keep reading (into a small buffer) to notice the client going away. */
+    if (c->state == CONN_STREAMING) conn_read_start(c);
+}
+
+int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending)
+{
+    http_conn_t *c = req->conn;
+    if (!c || c->state != CONN_STREAMING) return -1;
+    if (c->stream_pending + b->len > max_pending && c->stream_pending > 0) return -1;
+    uv_buf_t ub = uv_buf_init(b->data, (unsigned)b->len);
+    conn_write(c, &ub, 1, b, false);
+    return req->conn ? 0 : -1;
+}
+
+size_t http_stream_pending(const http_req_t *req)
+{
+    return req->conn ? req->conn->stream_pending : 0;
+}
+
+void http_stream_close(http_req_t *req)
+{
+    http_conn_t *c = req->conn;
+    if (!c) return;
+    req->on_gone = NULL;
+    /* Let queued chunks drain, then close: a shutdown after the writes does exactly that. */
+    conn_close(c);
+}
+
+/* ---- request bodies ---- */
+
+void http_req_read_body(http_req_t *req, http_body_chunk_cb on_chunk, http_req_cb on_end)
+{
+    http_conn_t *c = req->conn;
+    if (!c) return;
+    req->on_body_chunk = on_chunk;
+    req->on_body_end = on_end;
+    req->body_streamed = true;
+    if (req->want_continue) {
+        static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
+        conn_write(c, &b, 1, NULL, false);
+        req->want_continue = false;
+    }
+    c->state = CONN_BODY;
+    c->head_ready = false;
+    llhttp_resume(&c->parser);
+    conn_arm(c, BODY_TIMEOUT_MS);
+    conn_read_start(c);
+    c->again = true;
+    conn_process(c);
+}
+
+void http_req_pause_body(http_req_t *req)
+{
+    if (!req->conn) return;
+    req->conn->body_paused = true;
+    conn_read_stop(req->conn);
+}
+
+void http_req_resume_body(http_req_t *req)
+{
+    http_conn_t *c = req->conn;
+    if (!c || !c->body_paused) return;
+    c->body_paused = false;
+    conn_read_start(c);
+    conn_process(c);
+}
+
+/* ---- llhttp callbacks ---- */
+
+static http_conn_t *conn_of(llhttp_t *p)
+{
+    return (http_conn_t *)p->data;
+}
+
+static int head_limit(http_conn_t *c, size_t len)
+{
+    c->head_bytes += len;
+    if (c->head_bytes > HTTP_HEAD_LIMIT) {
+        c->error_status = 431;
+        c->error_code = "PAYLOAD_TOO_LARGE";
+        c->error_msg = "Request head too large";
+        return -1;
+    }
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    http_conn_t *c = conn_of(p);
+    c->req = req_new(c);
+    c->state = CONN_HEAD;
+    c->head_bytes = 0;
+    conn_arm(c, HEAD_TIMEOUT_MS);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    http_conn_t *c = conn_of(p);
+    if (head_limit(c, len)) return -1;
+    buf_append(&c->req->hbuf, at, len);
+    return 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    http_req_t *req = conn_of(p)->req;
+    req->url_raw = arena_strndup(&req->arena, req->hbuf.data ? req->hbuf.data : "", req->hbuf.len);
+    buf_reset(&req->hbuf);
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    http_conn_t *c = conn_of(p);
+    if (head_limit(c, len)) return -1;
+    buf_append(&c->req->hbuf, at, len);
+    return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    http_req_t *req = conn_of(p)->req;
+    req->cur_header_name_len = req->hbuf.len;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    http_conn_t *c = conn_of(p);
+    if (head_limit(c, len)) return -1;
+    buf_append(&c->req->hbuf, at, len);
+    return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    http_conn_t *c = conn_of(p);
+    http_req_t *req = c->req;
+    if (req->nheaders == MAX_HEADERS) {
+        c->error_status = 431;
+        c->error_code = "PAYLOAD_TOO_LARGE";
+        c->error_msg = "Too many header fields";
+        return -1;
+    }
+    if (req->nheaders % 16 == 0) {
+        http_header_t *h = arena_alloc(&req->arena, (size_t)(req->nheaders + 16) * sizeof(*h));
+        if (req->nheaders) memcpy(h, req->headers, (size_t)req->nheaders * sizeof(*h));
+        req->headers = h;
+    }
+    const char *d = req->hbuf.data ? req->hbuf.data : "";
+    size_t nl = req->cur_header_name_len;
+    const char *v = d + nl;
+    size_t vl = req->hbuf.len - nl;
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+    req->headers[req->nheaders].name = arena_strndup(&req->arena, d, nl);
+    req->headers[req->nheaders].value = arena_strndup(&req->arena, v, vl);
+    req->nheaders++;
+    buf_reset(&req->hbuf);
+    return 0;
+}
+
+static const char *method_str(int m)
+{
+    return llhttp_method_name((llhttp_method_t)m);
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    http_conn_t *c = conn_of(p);
+    http_req_t *req = c->req;
+    buf_free(&req->hbuf);
+    req->method = p->method;
+    req->method_name = method_str(p->method);
+    req->head_only = p->method == HTTP_M_HEAD;
+    req->keep_alive = llhttp_should_keep_alive(p);
+    const char *url = req->url_raw ? req->url_raw : "/";
+    const char *q = strchr(url, '?');
+    size_t plen = q ? (size_t)(q - url) : strlen(url);
+    req->query = q ? q + 1 : NULL;
+    char *path = url_decode(&req->arena, url, plen, false);
+    if (!path || path[0] != '/') {
+        c->error_status = 400;
+        c->error_code = "VALIDATION_ERROR";
+        c->error_msg = "Malformed request target";
+        req->path = path ? path : url;
+        return -1;
+    }
+    req->path = path;
+    if (p->flags & F_CHUNKED) {
+        req->has_content_length = false;
+    } else {
+        req->has_content_length = true;
+        req->content_length = p->content_length;
+    }
+    const char *expect = http_req_header(req, "Expect");
+    if (expect) {
+        if (strcasecmp(expect, "100-continue") != 0) {
+            c->error_status = 417;
+            c->error_code = "VALIDATION_ERROR";
+            c->error_msg = "Unsupported Expect header";
+            return -1;
+        }
+        req->want_continue = true;
+    }
+    /* CORS preflight and routing are decided on the head, so oversized or misrouted bodies are
+     * refused before they are read. */
+    if (req->method == HTTP_M_OPTIONS) return 0;
+    int status = 0;
+    const char *allow = NULL;
+    const route_t *r = router_match(req, &status, &allow);
+    if (!r) {
+        if (status == 405) http_res_header(req, "Allow", allow);
+        return 0; /* answered at message complete (body, if any, is small or discarded) */
+    }
+    size_t limit = r->body_limit ? r->body_limit : HTTP_JSON_LIMIT;
+    bool has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
+    if (req->has_content_length && req->content_length > limit) {
+        c->error_status = 413;
+        c->error_code = "PAYLOAD_TOO_LARGE";
+        c->error_msg = "Request body too large";
+        return -1;
+    }
+    if (r->flags & ROUTE_STREAM_BODY) {
+        if (has_body) {
+            c->head_ready = true;
+            return HPE_PAUSED;
+        }
+        req->body_done = true;
+    }
+    if (req->want_continue && has_body) {
+        static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
+        conn_write(c, &b, 1, NULL, false);
+        req->want_continue = false;
+    }
+    c->state = CONN_BODY;
+    conn_arm(c, BODY_TIMEOUT_MS);
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    http_conn_t *c = conn_of(p);
+    http_req_t *req = c->req;
+    conn_arm(c, BODY_TIMEOUT_MS);
+    if (req->body_streamed) {
+        if (req->replied || !req->on_body_chunk) return 0; /* handler gave up: discard */
+        http_req_ref(req);
+        int rc = req->on_body_chunk(req, at, len);
+        bool gone = http_req_gone(req);
+        http_req_unref(req);
+        if (gone) return HPE_USER;
+        if (rc < 0) req->on_body_chunk = NULL;
+        return 0;
+    }
+    size_t limit = req->route ? (req->route->body_limit ? req->route->body_limit : HTTP_JSON_LIMIT)
+                              : 64 * 1024;
+    if (req->body_len + len > limit) {
+        c->error_status = 413;
+        c->error_code = "PAYLOAD_TOO_LARGE";
+        c->error_msg = "Request body too large";
+        return -1;
+    }
+    if (req->body_len + len + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 1024;
+        while (cap < req->body_len + len + 1) cap *= 2;
+        if (req->has_content_length && cap > req->content_length + 1)
+            cap = (size_t)req->content_length + 1;
+        char *nb = arena_alloc(&req->arena, cap);
+        if (req->body_len) memcpy(nb, req->body, req->body_len);
+        req->body = nb;
+        req->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, at, len);
+    req->body_len += len;
+    req->body[req->body_len] = '\0';
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    http_conn_t *c = conn_of(p);
+    c->req->body_done = true;
+    c->req->keep_alive = c->req->keep_alive && llhttp_should_keep_alive(p);
+    c->msg_complete = true;
+    return HPE_PAUSED;
+}
+
+/* ---- dispatch ---- */
+
+static void reply_preflight(http_req_t *req)
+{
+    const char *origin = http_req_header(req, "Origin");
+    if (origin && config_origin_trusted(origin, strlen(origin))) {
+        http_res_header(req, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS");
+        const char *asked = http_req_header(req, "Access-Control-Request-Headers");
+        http_res_header(req, "Access-Control-Allow-Headers",
+                        asked ? asked : "Content-Type, X-Organization-Id, X-Client-Key");
+        http_res_header(req, "Access-Control-Max-Age", "600");
+    }
+    http_reply_empty(req, 204);
+}
+
+static void dispatch(http_conn_t *c)
+{
+    http_req_t *req = c->req;
+    c->state = CONN_HANDLING;
+    uv_timer_stop(&c->timer);
+    if (req->method == HTTP_M_OPTIONS) {
+        reply_preflight(req);
+        return;
+    }
+    if (!req->route) {
+        bool is405 = false;
+        for (int i = 0; i < req->n_res_headers; i++)
+            if (strcmp(req->res_headers[i].name, "Allow") == 0) is405 = true;
+        if (is405) http_reply_error(req, 405, "METHOD_NOT_ALLOWED", "Method not allowed");
+        else http_reply_error(req, 404, "NOT_FOUND", "Route not found");
+        return;
+    }
+    http_req_ref(req);
+    router_dispatch(req);
+    http_req_unref(req);
+}
+
+/* Parses what is buffered as far as the connection's state allows. Re-entrant calls (a reply
+ * finishing synchronously inside a handler) only ask the running loop to go round again. */
+static void conn_process(http_conn_t *c)
+{
+    if (c->in_process) {
+        c->again = true;
+        return;
+    }
+    c->in_process = true;
+    do {
+        c->again = false;
+        if (c->state == CONN_CLOSING) break;
+        if (c->msg_complete && c->state != CONN_HANDLING && c->state != CONN_WRITING &&
+            c->state != CONN_STREAMING) {
+            c->msg_complete = false;
+            if (c->req->body_streamed) {
+                http_req_t *req = c->req;
+                c->state = CONN_HANDLING;
+                uv_timer_stop(&c->timer);
+                http_req_ref(req);
+                if (req->on_body_end && !req->replied) req->on_body_end(req);
+                http_req_unref(req);
+            } else {
+                dispatch(c);
+            }
+            continue;
+        }
+        if (c->head_ready && c->state == CONN_HEAD) {
+            http_req_t *req = c->req;
+            c->state = CONN_HANDLING;
+            uv_timer_stop(&c->timer);
+            http_req_ref(req);
+            router_dispatch(req);
+            http_req_unref(req);
+            continue;
+        }
+        bool can_parse = c->state == CONN_IDLE || c->state == CONN_HEAD ||
+                         (c->state == CONN_BODY && !c->body_paused);
+        size_t avail = c->in.len - c->in_off;
+        if (!can_parse || avail == 0) break;
+        const char *start = c->in.data + c->in_off;
+        enum llhttp_errno err = llhttp_execute(&c->parser, start, avail);
+        if (err == HPE_OK) {
+            c->in_off += avail;
+        } else if (err == HPE_PAUSED) {
+            const char *pos = llhttp_get_error_pos(&c->parser);
+            c->in_off += (size_t)(pos - start);
+            if (c->msg_complete) llhttp_resume(&c->parser);
+            c->again = true;
+        } else if (c->state != CONN_CLOSING) {
+            if (!c->error_status) {
+                c->error_status = 400;
+                c->error_code = "VALIDATION_ERROR";
+                c->error_msg = "Malformed HTTP request";
+            }
+            if (err == HPE_USER && c->req && http_req_gone(c->req)) break;
+            write_error_and_close(c, c->error_status, c->error_code, c->error_msg);
+            break;
+        }
+        if (c->in_off == c->in.len) {
+            c->in.len = 0;
+            c->in_off = 0;
+        }
+    } while (c->again && c->state != CONN_CLOSING);
+    c->in_process = false;
+    if (c->state == CONN_CLOSING) return;
+    /* Compact, and give the memory back when idle so idle and streaming connections stay small. */
+    if (c->in_off > 0) {
+        buf_consume(&c->in, c->in_off);
+        c->in_off = 0;
+    }
+    if (c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) buf_free(&c->in);
+    bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD ||
+                     (c->state == CONN_BODY && !c->body_paused) ||
+                     c->state == CONN_STREAMING ||
+                     ((c->state == CONN_HANDLING) && c->in.len < PIPELINE_CAP && !c->head_ready);
+    if (want_read) conn_read_start(c);
+    else conn_read_stop(c);
+}
+
+static void write_error_and_close(http_conn_t *c, int status, const char *code, const char *msg)
+{
+    if (!c->req) c->req = req_new(c);
+    http_req_t *req = c->req;
+    c->parse_error = true;
+    req->keep_alive = false;
+    if (req->replied) {
+        conn_close(c);
+        return;
+    }
+    c->state = CONN_HANDLING;
+    http_reply_error(req, status, code, msg);
+}
+
+static void conn_finish_request(http_conn_t *c)
+{
+    http_req_t *req = c->req;
+    if (req) {
+        log_request(req);
+        c->req = NULL;
+        req->conn = NULL;
+        http_req_unref(req);
+    }
+    if (c->close_after || shutting_down) {
+        conn_close(c);
+        return;
+    }
+    c->state = CONN_IDLE;
+    c->head_ready = false;
+    c->body_paused = false;
+    conn_arm(c, IDLE_TIMEOUT_MS);
+    c->again = true;
+    conn_process(c);
+}
+
+/* ---- socket I/O ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+{
+    (void)suggested;
+    http_conn_t *c = container_of((uv_tcp_t *)h, http_conn_t, tcp);
+    /* Streams only need to notice EOF; give them a small buffer. */
+    size_t want = c->state == CONN_STREAMING ? 256 : READ_CHUNK;
+    buf_reserve(&c->in, want);
+    *out = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    (void)b;
+    http_conn_t *c = container_of((uv_tcp_t *)s, http_conn_t, tcp);
+    if (nread < 0) {
+        conn_close(c);
+        return;
+    }
+    if (nread == 0) return;
+    c->in.len += (size_t)nread;
+    c->in.data[c->in.len] = '\0';
+    if (c->state == CONN_STREAMING) {
+        /* Nothing is expected from an SSE client; drop what it sends. */
+        c->in.len = 0;
+        return;
+    }
+    if (c->state == CONN_IDLE) conn_arm(c, HEAD_TIMEOUT_MS);
+    conn_process(c);
+}
+
+static void conn_read_start(http_conn_t *c)
+{
+    if (c->reading || c->state == CONN_CLOSING) return;
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = true;
+}
+
+static void conn_read_stop(http_conn_t *c)
+{
+    if (!c->reading) return;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    http_conn_t *c = container_of(t, http_conn_t, timer);
+    switch (c->state) {
+    case CONN_HEAD:
+    case CONN_BODY:
+        if (c->req && !c->req->replied) {
+            write_error_and_close(c, 408, "VALIDATION_ERROR", "Request timed out");
+            return;
+        }
+        conn_close(c);
+        return;
+    case CONN_IDLE:
+    case CONN_WRITING:
+        conn_close(c);
+        return;
+    default:
+        return;
+    }
+}
+
+static void conn_arm(http_conn_t *c, uint64_t ms)
+{
+    if (c->state == CONN_CLOSING) return;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    http_conn_t *c = container_of((uv_tcp_t *)h, http_conn_t, tcp);
+    buf_free(&c->in);
+    free(c);
+    nconns--;
+    if (shutting_down && nconns == 0 && shutdown_done) {
+        void (*done)(void) = shutdown_done;
+        shutdown_done = NULL;
+        done();
+    }
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    http_conn_t *c = container_of((uv_timer_t *)h, http_conn_t, timer);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void conn_close(http_conn_t *c)
+{
+    if (c->state == CONN_CLOSING) return;
+    c->state = CONN_CLOSING;
+    conn_read_stop(c);
+    if (c->prev) c->prev->next = c->next;
+    else conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    http_req_t *req = c->req;
+    c->req = NULL;
+    if (req) {
+        req->conn = NULL;
+        if (req->replied) log_request(req);
+        else log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
+                      req->path ? req->path : "-", req->id);
+        http_req_cb gone = req->on_gone;
+        req->on_gone = NULL;
+        if (gone) gone(req);
+        http_req_unref(req);
+    }
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+static void on_connection(uv_stream_t *srv, int status)
+{
+    if (status < 0) {
+        log_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    http_conn_t *c = xcalloc(1, sizeof(*c));
+    uv_tcp_init(loop_ref, &c->tcp);
+    if (uv_accept(srv, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
+    nconns++;
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_timer_init(loop_ref, &c->timer);
+    c->timer.data = c;
+    llhttp_init(&c->parser, HTTP_REQUEST, &settings);
+    c->parser.data = c;
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&ss, c->ip, sizeof(c->ip));
+        else if (ss.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&ss, c->ip, sizeof(c->ip));
+    }
+    c->state = CONN_IDLE;
+    c->next = conns;
+    if (conns) conns->prev = c;
+    conns = c;
+    conn_arm(c, IDLE_TIMEOUT_MS);
+    conn_read_start(c);
+}
+
+int http_server_start(uv_loop_t *loop, const char *host, int port)
+{
+    loop_ref = loop;
+    memset(&settings, 0, sizeof(settings));
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_url_complete = on_url_complete;
+    settings.on_header_field = on_header_field;
+    settings.on_header_field_complete = on_header_field_complete;
+    settings.on_header_value = on_header_value;
+    settings.on_header_value_complete = on_header_value_complete;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+
+    struct sockaddr_storage addr;
+    int rc;
+    if (strchr(host, ':')) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
+    else rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (rc) return rc;
+    /* libuv 1.44 cannot set SO_REUSEPORT itself: make the socket, then hand it to libuv. */
+    int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    socklen_t alen = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (bind(fd, (struct sockaddr *)&addr, alen) != 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    uv_tcp_init(loop, &server);
+    if ((rc = uv_tcp_open(&server, fd)) != 0) return rc;
+    if ((rc = uv_listen((uv_stream_t *)&server, 4096, on_connection)) != 0) return rc;
+    server_open = true;
+    return 0;
+}
+
+void http_server_shutdown(void (*done)(void))
+{
+    shutting_down = true;
+    shutdown_done = done;
+    if (server_open) {
+        uv_close((uv_handle_t *)&server, NULL);
+        server_open = false;
+    }
+    /* Idle and streaming connections close now; busy ones close after their response. */
+    http_conn_t *c = conns;
+    while (c) {
+        http_conn_t *next = c->next;
+        if (c->state == CONN_IDLE || c->state == CONN_STREAMING) conn_close(c);
+        c = next;
+    }
+    if (nconns == 0 && shutdown_done) {
+        shutdown_done = NULL;
+        done();
+    }
+}

@@ -1,0 +1,99 @@
+/* Request-line and header parsing helpers; pure, tested in tests/unit/core. */
+#include "core/url.h"
+
+#include <string.h>
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+char *url_decode(arena_t *a, const char *s, size_t n, bool plus_space)
+{
+    char *out = arena_alloc(a, n + 1);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= n) return NULL;
+            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0) return NULL;
+            c = (char)(hi * 16 + lo);
+            if (c == '\0') return NULL;
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        }
+        out[j++] = c;
+    }
+    out[j] = '\0';
+    return out;
+}
+
+const char *url_query_get(arena_t *a, const char *query, const char *name)
+{
+    if (!query) return NULL;
+    size_t nlen = strlen(name);
+    const char *p = query;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        size_t klen = eq ? (size_t)(eq - p) : len;
+        char *key = url_decode(a, p, klen, true);
+        if (key && strlen(key) == nlen && memcmp(key, name, nlen) == 0) {
+            if (!eq) return "";
+            return url_decode(a, eq + 1, len - klen - 1, true);
+        }
+        if (!amp) break;
+        p = amp + 1;
+    }
+    return NULL;
+}
+
+const char *url_cookie_get(arena_t *a, const char *header, const char *name)
+{
+    if (!header) return NULL;
+    size_t nlen = strlen(name);
+    const char *p = header;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ';') p++;
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq && (size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0) {
+            const char *v = eq + 1;
+            size_t vlen = len - nlen - 1;
+            while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t')) vlen--;
+            if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') v++, vlen -= 2;
+            return arena_strndup(a, v, vlen);
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+    return NULL;
+}
+
+char *url_encode(arena_t *a, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = arena_alloc(a, n * 3 + 1);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+            c == '_' || c == '.' || c == '~') {
+            out[j++] = (char)c;
+        } else {
+            out[j++] = '%';
+            out[j++] = hex[c >> 4];
+            out[j++] = hex[c & 15];
+        }
+    }
+    out[j] = '\0';
+    return out;
+}

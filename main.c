@@ -1,0 +1,202 @@
+/*
+ * coachd entry point: `coachd serve` (default) and `coachd migrate`.
+ *
+ * serve applies pending migrations (under an advisory lock), then runs WORKERS processes that
+ * share the port with SO_REUSEPORT, each with its own libuv loop. With more than one worker a
+ * small supervisor forks them, restarts one that dies, and forwards SIGTERM/SIGINT. A worker that
+ * gets SIGTERM stops accepting, lets in-flight requests finish, closes streams and exits 0
+ * within 10 s.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "core/config.h"
+#include "core/http.h"
+#include "core/log.h"
+#include "db/db.h"
+#include "routes/routes.h"
+#include "rt/curlm.h"
+#include "rt/outbox.h"
+#include "rt/redis.h"
+
+#define SHUTDOWN_GRACE_MS 9000
+
+static uv_loop_t *loop;
+static uv_signal_t sig_term, sig_int;
+static uv_timer_t force_exit;
+static bool stopping;
+
+static void on_walk_close(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void on_server_drained(void)
+{
+    log_info("worker %d: connections drained", (int)getpid());
+    routes_shutdown();
+    outbox_shutdown();
+    curlm_shutdown();
+    redis_shutdown();
+    db_shutdown();
+    uv_walk(loop, on_walk_close, NULL);
+}
+
+static void on_force_exit(uv_timer_t *t)
+{
+    (void)t;
+    log_warn("worker %d: shutdown grace period over; exiting", (int)getpid());
+    exit(0);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    (void)s;
+    if (stopping) return;
+    stopping = true;
+    log_info("worker %d: signal %d, shutting down", (int)getpid(), signum);
+    uv_timer_init(loop, &force_exit);
+    uv_timer_start(&force_exit, on_force_exit, SHUTDOWN_GRACE_MS, 0);
+    uv_unref((uv_handle_t *)&force_exit);
+    uv_signal_stop(&sig_term);
+    uv_signal_stop(&sig_int);
+    http_server_shutdown(on_server_drained);
+}
+
+static int run_worker(void)
+{
+    loop = uv_default_loop();
+    signal(SIGPIPE, SIG_IGN);
+    if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
+    if (redis_init(loop, cfg.redis_url) != 0) return 1;
+    if (curlm_init(loop) != 0) return 1;
+    if (outbox_init(loop) != 0) return 1;
+    routes_init(loop);
+    int rc = http_server_start(loop, cfg.host, cfg.port);
+    if (rc != 0) {
+        log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
+        return 1;
+    }
+    uv_signal_init(loop, &sig_term);
+    uv_signal_init(loop, &sig_int);
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    log_info("worker %d stopped", (int)getpid());
+    return 0;
+}
+
+/* ---- supervisor (WORKERS > 1) ---- */
+
+static volatile sig_atomic_t sup_stop;
+
+static void sup_on_signal(int signum)
+{
+    (void)signum;
+    sup_stop = 1;
+}
+
+static pid_t spawn_worker(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        _exit(run_worker());
+    }
+    return pid;
+}
+
+static int supervise(int n)
+{
+    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = sup_on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    for (int i = 0; i < n; i++) pids[i] = spawn_worker();
+    time_t last_restart = 0;
+    int restarts = 0;
+    while (!sup_stop) {
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (pids[i] != pid) continue;
+            pids[i] = 0;
+            if (sup_stop) break;
+            log_error("worker %d exited (status %d); restarting", (int)pid, status);
+            /* Crash loops get slowed down rather than spinning the CPU. */
+            time_t now = time(NULL);
+            restarts = now - last_restart < 5 ? restarts + 1 : 0;
+            last_restart = now;
+            if (restarts > 3) {
+                struct timespec ts = {1, 0};
+                nanosleep(&ts, NULL);
+            }
+            pids[i] = spawn_worker();
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0) kill(pids[i], SIGTERM);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (pids[i] <= 0) continue;
+        int status;
+        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {}
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+    }
+    free(pids);
+    return rc;
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : "serve";
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("coachd %s\n", COACHD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
+        fprintf(stderr, "usage: coachd [serve|migrate|version]\n");
+        return 2;
+    }
+    if (config_load() != 0) return 1;
+    if (!cfg.database_url) {
+        log_error("DATABASE_URL is not set");
+        return 1;
+    }
+    if (db_migrate(cfg.database_url) != 0) return 1;
+    if (strcmp(cmd, "migrate") == 0) return 0;
+    if (!cfg.redis_url) {
+        log_error("REDIS_URL is not set");
+        return 1;
+    }
+    raise_nofile();
+    if (cfg.workers <= 1) return run_worker();
+    return supervise(cfg.workers);
+}

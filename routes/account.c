@@ -1,0 +1,136 @@
+/*
+ * The caller's own account: GET /api/users/me (the own-profile record) and
+ * POST /api/users/me/password (change password: verify the current one, store the new one, end
+ * every other session; the current session stays).
+ */
+#include <string.h>
+
+#include "core/json.h"
+#include "core/offload.h"
+#include "core/random.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/password.h"
+#include "routes/common.h"
+#include "routes/context.h"
+#include "routes/routes.h"
+
+static void json_field(buf_t *b, const char *key, const char *value, bool first)
+{
+    if (!first) buf_putc(b, ',');
+    buf_json_str(b, key);
+    buf_putc(b, ':');
+    buf_json_str(b, value);
+}
+
+static void get_me(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{");
+    json_field(&b, "id", c->user_id, true);
+    json_field(&b, "email", c->email, false);
+    json_field(&b, "status", c->status, false);
+    json_field(&b, "globalRole", c->global_role ? role_name(c->global_role) : NULL, false);
+    json_field(&b, "preferredLanguage", c->preferred_language, false);
+    json_field(&b, "firstName", c->first_name, false);
+    json_field(&b, "lastName", c->last_name, false);
+    json_field(&b, "phone", c->phone, false);
+    json_field(&b, "birthDate", c->birth_date, false);
+    json_field(&b, "countryCode", c->country_code, false);
+    json_field(&b, "timezone", c->timezone, false);
+    json_field(&b, "avatarUrl", c->avatar_url, false);
+    json_field(&b, "currentOrganizationId", c->current_org_id, false);
+    json_field(&b, "role", c->role ? role_name(c->role) : NULL, false);
+    json_field(&b, "orgId", c->org_id, false);
+    buf_printf(&b, ",\"emailVerified\":%s", c->email_verified ? "true" : "false");
+    json_field(&b, "createdAt", c->created_at, false);
+    buf_puts(&b, "}}");
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+typedef struct pw_state {
+    const char *current;
+    const char *next;
+    const char *stored;
+    char hash[PASSWORD_ENCODED_MAX];
+    int verify_rc;
+    int hash_rc;
+} pw_state_t;
+
+static const char SQL_PW_GET[] = "SELECT password_hash FROM accounts WHERE user_id = $1";
+static const char SQL_PW_SET[] =
+    "WITH a AS (UPDATE accounts SET password_hash = $2, updated_at = now() WHERE user_id = $1"
+    "   RETURNING user_id),"
+    " d AS (DELETE FROM sessions WHERE user_id = $1 AND id <> $3::uuid)"
+    " SELECT count(*) FROM a";
+
+static void pw_on_saved(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    http_reply_json(req, 200, "{\"success\":true}");
+}
+
+static void pw_work(void *data)
+{
+    pw_state_t *st = data;
+    st->verify_rc = st->stored ? password_verify(st->stored, st->current)
+                               : password_verify_dummy(st->current);
+    if (!st->stored) st->verify_rc = -1;
+    if (st->verify_rc != 0) return;
+    uint8_t salt[PASSWORD_SALT_LEN];
+    random_bytes(salt, sizeof(salt));
+    st->hash_rc = password_hash(st->next, salt, st->hash, sizeof(st->hash));
+}
+
+static void pw_on_worked(http_req_t *req, void *data)
+{
+    pw_state_t *st = data;
+    if (st->verify_rc != 0) {
+        verr_t v = {0};
+        verr_add(&v, "currentPassword", "is incorrect");
+        verr_reply(req, &v);
+        return;
+    }
+    if (st->hash_rc != 0) {
+        http_reply_error(req, 500, "INTERNAL", "Could not store the password");
+        return;
+    }
+    caller_t *c = context_caller(req);
+    const char *params[] = {c->user_id, st->hash, c->session_id};
+    db_req_query(req, SQL_PW_SET, 3, params, pw_on_saved);
+}
+
+static void pw_on_loaded(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    pw_state_t *st = req->data;
+    const char *h = db_get(r, 0, 0);
+    st->stored = h ? arena_strdup(&req->arena, h) : NULL;
+    offload_run(req, pw_work, pw_on_worked, st);
+}
+
+static void change_password(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    pw_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->current = field_str(req, body, "currentPassword", &v, true, 1, 4096, false);
+    st->next = field_password(req, body, "newPassword", &v, true);
+    if (verr_reply(req, &v)) return;
+    req->data = st;
+    caller_t *c = context_caller(req);
+    const char *params[] = {c->user_id};
+    db_req_query(req, SQL_PW_GET, 1, params, pw_on_loaded);
+}
+
+static const route_t account_routes[] = {
+    {HTTP_M_GET, "/api/users/me", get_me, AUTH_SESSION, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_POST, "/api/users/me/password", change_password, AUTH_SESSION, ROLE_NONE, 0, 0},
+};
+
+void routes_account_register(void)
+{
+    router_add(account_routes, sizeof(account_routes) / sizeof(account_routes[0]));
+}

@@ -1,0 +1,289 @@
+/*
+ * Account authentication: sign-up, sign-in, sign-out, session under /api/auth.
+ *
+ * Passwords are hashed and verified with argon2id on libuv's thread pool (core/offload.h), so
+ * the loop keeps serving while hashes run. Sign-in with an unknown email spends the same
+ * hashing time as a wrong password and answers the same 401. Each write is one statement, so a
+ * request either commits whole or not at all; mail rows go into the outbox in that statement.
+ */
+#include <string.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/offload.h"
+#include "core/random.h"
+#include "core/router.h"
+#include "core/url.h"
+#include "domain/text.h"
+#include "db/db.h"
+#include "domain/mail_templates.h"
+#include "domain/password.h"
+#include "routes/common.h"
+#include "routes/context.h"
+#include "routes/routes.h"
+#include "rt/outbox.h"
+#include "rt/redis.h"
+
+typedef struct auth_state {
+    const char *email;
+    const char *password;
+    const char *first, *last;
+    const char *lang;
+    const char *callback;
+    char hash[PASSWORD_ENCODED_MAX];
+    int rc;
+    const char *user_id;
+    const char *stored_hash;
+    bool active;
+} auth_state_t;
+
+/* ---- shared: session creation ---- */
+
+static const char SQL_SIGN_UP[] =
+    "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"
+    "   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (email) DO NOTHING"
+    "   RETURNING id, email, first_name, last_name, email_verified, created_at),"
+    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
+    " s AS (INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)"
+    "   SELECT $7, id, $8, now() + interval '7 days', $9, $10 FROM u"
+    "   RETURNING id, user_id, expires_at),"
+    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
+    "   SELECT $11, 'email_verify', id, $12, now() + interval '24 hours' FROM u),"
+    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
+    "   'subject', $13::text, 'text', $14::text, 'html', $15::text) FROM u)"
+    " SELECT json_build_object('user', json_build_object('id', u.id, 'email', u.email,"
+    "   'name', concat_ws(' ', u.first_name, u.last_name), 'emailVerified', u.email_verified,"
+    "   'createdAt', iso(u.created_at)),"
+    "   'session', json_build_object('id', s.id, 'userId', s.user_id,"
+    "   'expiresAt', iso(s.expires_at)))"
+    " FROM u, s";
+
+static const char SQL_SIGN_IN_LOOKUP[] =
+    "SELECT u.id, u.status, a.password_hash FROM users u"
+    " LEFT JOIN accounts a ON a.user_id = u.id WHERE u.email = $1";
+
+static const char SQL_SIGN_IN_SESSION[] =
+    "WITH s AS (INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)"
+    "   VALUES ($1, $2, $3, now() + interval '7 days', $4, $5)"
+    "   RETURNING id, user_id, expires_at)"
+    " SELECT json_build_object('user', json_build_object('id', u.id, 'email', u.email,"
+    "   'name', concat_ws(' ', u.first_name, u.last_name), 'emailVerified', u.email_verified,"
+    "   'createdAt', iso(u.created_at)),"
+    "   'session', json_build_object('id', s.id, 'userId', s.user_id,"
+    "   'expiresAt', iso(s.expires_at)))"
+    " FROM s JOIN users u ON u.id = s.user_id";
+
+static const char SQL_SIGN_OUT[] = "DELETE FROM sessions WHERE id = $1";
+
+/* A link to the verification endpoint of this service (never built from the Host header). */
+const char *auth_verify_link(http_req_t *req, const char *token, const char *callback)
+{
+    if (callback)
+        return arena_printf(&req->arena, "%s/api/auth/verify-email?token=%s&callbackURL=%s",
+                            cfg.public_url, token, url_encode(&req->arena, callback));
+    return arena_printf(&req->arena, "%s/api/auth/verify-email?token=%s", cfg.public_url, token);
+}
+
+/* ---- sign-up ---- */
+
+static void sign_up_on_insert(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
+        return;
+    }
+    outbox_kick();
+    reply_db_json(req, 200, r);
+}
+
+static void sign_up_on_hashed(http_req_t *req, void *data)
+{
+    auth_state_t *st = data;
+    if (st->rc != 0) {
+        http_reply_error(req, 500, "INTERNAL", "Could not create the account");
+        return;
+    }
+    char user_id[IDS_CUID_LEN + 1], session_id[IDS_UUID_LEN + 1], ver_id[IDS_UUID_LEN + 1];
+    char token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
+    char vtoken[TOKEN_LEN + 1], vtoken_h[TOKEN_HASH_LEN + 1];
+    new_cuid(user_id);
+    new_uuid(session_id);
+    new_uuid(ver_id);
+    new_token(token, token_h);
+    new_token(vtoken, vtoken_h);
+    mail_msg_t m = {0};
+    mail_render_verification(st->lang, auth_verify_link(req, vtoken, st->callback), &m);
+    const char *ua = http_req_header(req, "User-Agent");
+    const char *params[] = {user_id, st->email, st->first, st->last, st->lang, st->hash,
+                            session_id, token_h, req->client_ip, ua, ver_id, vtoken_h,
+                            m.subject, m.text, m.html};
+    cookie_set_session(req, token);
+    db_req_query(req, SQL_SIGN_UP, 15, params, sign_up_on_insert);
+    mail_msg_free(&m);
+}
+
+static void hash_work(void *data)
+{
+    auth_state_t *st = data;
+    uint8_t salt[PASSWORD_SALT_LEN];
+    random_bytes(salt, sizeof(salt));
+    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+}
+
+static void sign_up_limited(http_req_t *req)
+{
+    offload_run(req, hash_work, sign_up_on_hashed, req->data);
+}
+
+static void sign_up(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->email = field_email(req, body, "email", &v, true);
+    st->password = field_password(req, body, "password", &v, true);
+    const char *name = field_str(req, body, "name", &v, true, 1, 201, true);
+    const char *lang = field_lang(req, body, "preferredLanguage", &v);
+    st->callback = field_redirect(req, body, "callbackURL", &v);
+    if (name) {
+        split_name(req, name, &st->first, &st->last);
+        if (text_cp_count(st->first, strlen(st->first)) > 100 || (st->last && text_cp_count(st->last, strlen(st->last)) > 100))
+            verr_add(&v, "name", "first and last name must be at most 100 characters each");
+    }
+    if (verr_reply(req, &v)) return;
+    st->lang = resolve_lang(req, lang);
+    req->data = st;
+    auth_limit_then(req, "sign-up", st->email, sign_up_limited);
+}
+
+/* ---- sign-in ---- */
+
+static void sign_in_on_session(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    reply_db_json(req, 200, r);
+}
+
+static void sign_in_on_verified(http_req_t *req, void *data)
+{
+    auth_state_t *st = data;
+    if (st->rc != 0 || !st->user_id || !st->active) {
+        http_reply_error(req, 401, "UNAUTHENTICATED", "Invalid email or password");
+        return;
+    }
+    char session_id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
+    new_uuid(session_id);
+    new_token(token, token_h);
+    const char *params[] = {session_id, st->user_id, token_h, req->client_ip,
+                            http_req_header(req, "User-Agent")};
+    cookie_set_session(req, token);
+    db_req_query(req, SQL_SIGN_IN_SESSION, 5, params, sign_in_on_session);
+}
+
+static void verify_work(void *data)
+{
+    auth_state_t *st = data;
+    /* Unknown email or no credential: spend the same time, then fail. */
+    if (!st->stored_hash) st->rc = password_verify_dummy(st->password);
+    else st->rc = password_verify(st->stored_hash, st->password);
+    if (!st->user_id) st->rc = -1;
+}
+
+static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    auth_state_t *st = req->data;
+    if (db_nrows(r) == 1) {
+        st->user_id = arena_strdup(&req->arena, db_get(r, 0, 0));
+        const char *status = db_get(r, 0, 1);
+        st->active = status && strcmp(status, "active") == 0;
+        st->stored_hash = arena_strdup(&req->arena, db_get(r, 0, 2));
+    }
+    offload_run(req, verify_work, sign_in_on_verified, st);
+}
+
+static void sign_in_limited(http_req_t *req)
+{
+    auth_state_t *st = req->data;
+    const char *params[] = {st->email};
+    db_req_query(req, SQL_SIGN_IN_LOOKUP, 1, params, sign_in_on_lookup);
+}
+
+static void sign_in(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    const char *email = field_str(req, body, "email", &v, true, 1, 320, true);
+    st->password = field_str(req, body, "password", &v, true, 1, 4096, false);
+    if (verr_reply(req, &v)) return;
+    st->email = lower_ascii(req, email);
+    req->data = st;
+    auth_limit_then(req, "sign-in", st->email, sign_in_limited);
+}
+
+/* ---- sign-out ---- */
+
+static void sign_out_on_delete(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    caller_t *c = context_caller(req);
+    /* Streams held by this session close when they hear of it (rt/streams). */
+    char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",
+                             c->session_id);
+    char *chan = arena_printf(&req->arena, "user:%s:control", c->user_id);
+    redis_publish(chan, msg, strlen(msg));
+    cookie_clear_session(req);
+    http_reply_json(req, 200, "{\"success\":true}");
+}
+
+static void sign_out(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    const char *params[] = {c->session_id};
+    db_req_query(req, SQL_SIGN_OUT, 1, params, sign_out_on_delete);
+}
+
+/* ---- session ---- */
+
+static void get_session(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    if (!c) {
+        http_reply_json(req, 200, "{\"session\":null,\"user\":null}");
+        return;
+    }
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"session\":{\"id\":");
+    buf_json_str(&b, c->session_id);
+    buf_puts(&b, ",\"userId\":");
+    buf_json_str(&b, c->user_id);
+    buf_puts(&b, ",\"expiresAt\":");
+    buf_json_str(&b, c->session_expires_at);
+    buf_puts(&b, "},\"user\":{\"id\":");
+    buf_json_str(&b, c->user_id);
+    buf_puts(&b, ",\"email\":");
+    buf_json_str(&b, c->email);
+    buf_puts(&b, ",\"name\":");
+    buf_json_str(&b, c->display_name);
+    buf_printf(&b, ",\"emailVerified\":%s,\"createdAt\":", c->email_verified ? "true" : "false");
+    buf_json_str(&b, c->created_at);
+    buf_puts(&b, "}}");
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static const route_t auth_routes[] = {
+    {HTTP_M_POST, "/api/auth/sign-up/email", sign_up, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/auth/sign-in/email", sign_in, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/auth/sign-out", sign_out, AUTH_SESSION, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_GET, "/api/auth/session", get_session, AUTH_OPTIONAL, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
+};
+
+void routes_auth_register(void)
+{
+    router_add(auth_routes, sizeof(auth_routes) / sizeof(auth_routes[0]));
+}

@@ -1,0 +1,268 @@
+/* Shared route helpers (see common.h). */
+#include "routes/common.h"
+
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/random.h"
+#include "core/log.h"
+#include "db/db.h"
+#include "rt/ratelimit.h"
+#include "domain/crypto.h"
+#include "domain/password.h"
+#include "domain/text.h"
+#include "domain/urlcheck.h"
+#include "domain/validate.h"
+
+void verr_add(verr_t *v, const char *field, const char *message)
+{
+    if (v->n++) buf_putc(&v->details, ',');
+    buf_puts(&v->details, "{\"field\":");
+    buf_json_str(&v->details, field);
+    buf_puts(&v->details, ",\"message\":");
+    buf_json_str(&v->details, message);
+    buf_putc(&v->details, '}');
+}
+
+bool verr_reply(http_req_t *req, verr_t *v)
+{
+    if (v->n == 0) {
+        buf_free(&v->details);
+        return false;
+    }
+    buf_t d = BUF_INIT;
+    buf_putc(&d, '[');
+    buf_append(&d, v->details.data, v->details.len);
+    buf_putc(&d, ']');
+    const char *msg = v->n == 1 ? "Invalid request: one field failed validation"
+                                : "Invalid request: several fields failed validation";
+    char *details = arena_strndup(&req->arena, d.data, d.len);
+    buf_free(&d);
+    buf_free(&v->details);
+    http_reply_error_details(req, 400, "VALIDATION_ERROR", msg, details);
+    return true;
+}
+
+const char *field_str(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required,
+                      size_t min_cp, size_t max_cp, bool trim)
+{
+    json_t *j = json_object_get(body, key);
+    if (!j || json_is_null(j)) {
+        if (required) verr_add(v, key, "is required");
+        return NULL;
+    }
+    if (!json_is_string(j)) {
+        verr_add(v, key, "must be a string");
+        return NULL;
+    }
+    const char *s = json_string_value(j);
+    size_t n = json_string_length(j);
+    if (memchr(s, '\0', n) || !text_utf8_valid(s, n)) {
+        verr_add(v, key, "must be valid UTF-8 text");
+        return NULL;
+    }
+    size_t off = 0, len = n;
+    if (trim) text_trim(s, n, &off, &len);
+    size_t cp = text_cp_count(s + off, len);
+    if (cp < min_cp || cp > max_cp) {
+        char msg[96];
+        if (min_cp > 0 && cp < min_cp && min_cp == 1) snprintf(msg, sizeof(msg), "must not be empty");
+        else snprintf(msg, sizeof(msg), "must be %zu to %zu characters", min_cp, max_cp);
+        verr_add(v, key, msg);
+        return NULL;
+    }
+    return arena_strndup(&req->arena, s + off, len);
+}
+
+const char *field_email(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, required, 0, 320, true);
+    if (!s || v->n != before) return NULL;
+    char out[VALIDATE_EMAIL_MAX + 1];
+    if (validate_email_lower(s, out, sizeof(out)) != 0) {
+        verr_add(v, key, "must be a valid email address");
+        return NULL;
+    }
+    return arena_strdup(&req->arena, out);
+}
+
+const char *field_password(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, required, 0, 100000, false);
+    if (!s || v->n != before) return NULL;
+    if (!password_length_ok(s)) {
+        verr_add(v, key, "must be 8 to 128 characters");
+        return NULL;
+    }
+    return s;
+}
+
+const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, false, 0, 16, true);
+    if (!s || v->n != before) return NULL;
+    if (!validate_is_lang(s)) {
+        verr_add(v, key, "must be en or es");
+        return NULL;
+    }
+    return s;
+}
+
+bool redirect_allowed(const char *url)
+{
+    if (urlcheck_is_relative(url)) return true;
+    if (urlcheck_is_allowed(url, (const char *const *)cfg.trusted_origins,
+                            (size_t)cfg.n_trusted_origins))
+        return true;
+    const char *fe[] = {cfg.frontend_url};
+    return urlcheck_is_allowed(url, fe, 1);
+}
+
+const char *field_redirect(http_req_t *req, json_t *body, const char *key, verr_t *v)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, false, 0, 2048, true);
+    if (!s || v->n != before || !*s) return NULL;
+    if (!redirect_allowed(s)) {
+        verr_add(v, key, "must be a relative path or a URL of a trusted origin");
+        return NULL;
+    }
+    return s;
+}
+
+const char *resolve_lang(http_req_t *req, const char *explicit_lang)
+{
+    if (explicit_lang && validate_is_lang(explicit_lang)) return explicit_lang;
+    const char *al = validate_accept_language(http_req_header(req, "Accept-Language"));
+    return al ? al : "en";
+}
+
+void new_uuid(char out[IDS_UUID_LEN + 1])
+{
+    uint8_t rnd[16];
+    random_bytes(rnd, sizeof(rnd));
+    ids_uuid_v4(rnd, out);
+}
+
+void new_cuid(char out[IDS_CUID_LEN + 1])
+{
+    static uint32_t counter;
+    static uint32_t fingerprint;
+    if (!fingerprint) {
+        random_bytes(&fingerprint, sizeof(fingerprint));
+        fingerprint ^= (uint32_t)getpid();
+    }
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    uint64_t ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+    uint8_t rnd[IDS_CUID_RANDOM_BYTES];
+    random_bytes(rnd, sizeof(rnd));
+    ids_cuid(ms, counter++, fingerprint, rnd, out);
+}
+
+void new_token(char token[TOKEN_LEN + 1], char hash[TOKEN_HASH_LEN + 1])
+{
+    uint8_t rnd[TOKEN_RANDOM_BYTES];
+    random_bytes(rnd, sizeof(rnd));
+    token_from_random(rnd, sizeof(rnd), token, TOKEN_LEN + 1);
+    token_hash(token, hash);
+}
+
+void split_name(http_req_t *req, const char *name, const char **first, const char **last)
+{
+    const char *sp = strchr(name, ' ');
+    if (!sp) {
+        *first = arena_strdup(&req->arena, name);
+        *last = NULL;
+        return;
+    }
+    *first = arena_strndup(&req->arena, name, (size_t)(sp - name));
+    while (*sp == ' ') sp++;
+    *last = *sp ? arena_strdup(&req->arena, sp) : NULL;
+}
+
+void cookie_set_session(http_req_t *req, const char *token)
+{
+    char v[256];
+    snprintf(v, sizeof(v), "auth.session_token=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Lax%s",
+             token, 7 * 24 * 3600, cfg.production ? "; Secure" : "");
+    http_res_header(req, "Set-Cookie", v);
+}
+
+void cookie_clear_session(http_req_t *req)
+{
+    char v[160];
+    snprintf(v, sizeof(v), "auth.session_token=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax%s",
+             cfg.production ? "; Secure" : "");
+    http_res_header(req, "Set-Cookie", v);
+}
+
+void reply_db_json(http_req_t *req, int status, const struct db_result *r)
+{
+    const char *json = db_get(r, 0, 0);
+    if (!json) {
+        http_reply_error(req, 500, "INTERNAL", "Internal error");
+        return;
+    }
+    http_reply_jsonn(req, status, json, db_getlen(r, 0, 0));
+}
+
+typedef struct limit_state {
+    http_req_t *req;
+    http_req_cb next;
+} limit_state_t;
+
+static void on_auth_limit(bool allowed, int retry_after, bool error, void *data)
+{
+    limit_state_t *ls = data;
+    http_req_t *req = ls->req;
+    if (!http_req_gone(req)) {
+        if (error) {
+            log_warn("auth limiter unavailable; allowing id=%s", req->id);
+            ls->next(req);
+        } else if (!allowed) {
+            http_reply_rate_limited(req, "RATE_LIMITED", "Too many attempts; try again later",
+                                    retry_after);
+        } else {
+            ls->next(req);
+        }
+    }
+    http_req_unref(req);
+}
+
+void auth_limit_then(http_req_t *req, const char *kind, const char *email, http_req_cb next)
+{
+    if (cfg.auth_rate_limit_points <= 0) {
+        next(req);
+        return;
+    }
+    limit_state_t *ls = arena_alloc(&req->arena, sizeof(*ls));
+    ls->req = req;
+    ls->next = next;
+    const char *k1 = arena_printf(&req->arena, "rl:auth:%s:ip:%s", kind, req->client_ip);
+    const char *k2 = email ? arena_printf(&req->arena, "rl:auth:%s:email:%s", kind, email) : NULL;
+    http_req_ref(req);
+    ratelimit_hit(k1, k2, cfg.auth_rate_limit_points, cfg.auth_rate_limit_duration, on_auth_limit,
+                  ls);
+}
+
+const char *display_name(http_req_t *req, const char *first, const char *last)
+{
+    if (first && last) return arena_printf(&req->arena, "%s %s", first, last);
+    return first ? first : (last ? last : "");
+}
+
+const char *lower_ascii(http_req_t *req, const char *s)
+{
+    if (!s) return NULL;
+    char *o = arena_strdup(&req->arena, s);
+    for (char *p = o; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    return o;
+}

@@ -1,0 +1,69 @@
+/*
+ * Helpers shared by the route files: ids and tokens, validation with the error details of
+ * DECISIONS.md, the session cookie, language resolution. Handlers stay short: parse with the
+ * field_* helpers, reply 400 once with every problem found, then run their plan.
+ */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "core/buf.h"
+#include "core/http.h"
+#include "domain/ids.h"
+#include "domain/token.h"
+
+/* Validation failures collected for one 400 reply. */
+typedef struct verr {
+    buf_t details; /* JSON array body without brackets */
+    int n;
+} verr_t;
+
+void verr_add(verr_t *v, const char *field, const char *message);
+/* When failures were collected: replies 400 VALIDATION_ERROR with details and returns true. */
+bool verr_reply(http_req_t *req, verr_t *v);
+
+/* Body field getters; each records a failure in v and returns NULL when the value is invalid.
+ * Strings are copied into the request arena. `present` (optional) tells whether the key was
+ * sent at all (null included). */
+const char *field_str(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required,
+                      size_t min_cp, size_t max_cp, bool trim);
+/* Valid email, lower-cased. */
+const char *field_email(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required);
+/* Password of 8..128 code points, never trimmed. */
+const char *field_password(http_req_t *req, json_t *body, const char *key, verr_t *v,
+                           bool required);
+/* "en" / "es" or absent (NULL). */
+const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v);
+/* Relative path or URL under TRUSTED_ORIGINS / FRONTEND_URL (no open redirects); absent: NULL. */
+const char *field_redirect(http_req_t *req, json_t *body, const char *key, verr_t *v);
+bool redirect_allowed(const char *url);
+
+/* Language: explicit value, else Accept-Language, else "en". */
+const char *resolve_lang(http_req_t *req, const char *explicit_lang);
+
+/* Fresh identifiers. */
+void new_uuid(char out[IDS_UUID_LEN + 1]);
+void new_cuid(char out[IDS_CUID_LEN + 1]);
+/* A random token and the hash the database keeps. */
+void new_token(char token[TOKEN_LEN + 1], char hash[TOKEN_HASH_LEN + 1]);
+
+/* Splits a display name at the first space (arena copies; last may be NULL). */
+void split_name(http_req_t *req, const char *name, const char **first, const char **last);
+
+/* Session cookie (HttpOnly, SameSite=Lax, Path=/, Max-Age 7 days, Secure in production). */
+void cookie_set_session(http_req_t *req, const char *token);
+void cookie_clear_session(http_req_t *req);
+
+/* Replies with a JSON document produced by PostgreSQL (column 0 of row 0). */
+struct db_result;
+void reply_db_json(http_req_t *req, int status, const struct db_result *r);
+
+/* The stricter limiter of sign-in, sign-up, forget-password and invite accept: per client IP
+ * and per email (AUTH_RATE_LIMIT_*; 0 points turns it off). Replies 429 RATE_LIMITED when over,
+ * else calls next. Fails open (logged) when Redis is unavailable. */
+void auth_limit_then(http_req_t *req, const char *kind, const char *email, http_req_cb next);
+
+/* The display name of a user: first and last name joined by a space. */
+const char *display_name(http_req_t *req, const char *first, const char *last);
+/* ASCII lower-case copy (emails are compared lower-cased). */
+const char *lower_ascii(http_req_t *req, const char *s);

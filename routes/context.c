@@ -1,0 +1,283 @@
+/*
+ * The router guard: runs before every handler.
+ *
+ * 1. Global per-IP limiter (RATE_LIMITER_ENABLED), counted in Redis.
+ * 2. CSRF origin check: a state-changing request that carries cookies and an Origin (or
+ *    Referer) header must come from a trusted origin; requests without those headers (native
+ *    clients, servers) pass.
+ * 3. For routes that need a session: one query resolves the session cookie to the user, the
+ *    active organization and membership, and the number of pending invites. Then: 401 without a
+ *    valid session or when the user is not active; 400 / 403 / 404 for X-Organization-Id per
+ *    DECISIONS.md; 400 ORG_CONTEXT_REQUIRED where an organization is needed; 403 INVITE_GATE
+ *    while invites are pending; 403 below the route's minimum role.
+ * Sessions get a sliding refresh (as better-auth's updateAge): once a day of use, the expiry
+ * moves to seven days from now and the cookie is sent again.
+ */
+#include "routes/context.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/ids.h"
+#include "domain/token.h"
+#include "routes/common.h"
+#include "rt/presence.h"
+#include "rt/ratelimit.h"
+
+static const char SQL_CALLER[] =
+    "SELECT s.id, iso(s.expires_at), s.expires_at < now() + interval '6 days',"
+    " u.id, u.email, u.first_name, u.last_name, u.email_verified, u.status, iso(u.created_at),"
+    " u.global_role, u.preferred_language, u.current_organization_id, u.phone,"
+    " to_char(u.birth_date, 'YYYY-MM-DD'), u.country_code, u.timezone, u.avatar_url,"
+    " o.id, m.role_in_organization,"
+    " (SELECT count(*) FROM invites i WHERE i.email = u.email AND i.status = 'pending'"
+    "    AND i.expires_at > now())"
+    " FROM sessions s JOIN users u ON u.id = s.user_id"
+    " LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)"
+    " LEFT JOIN organization_memberships m ON m.organization_id = o.id AND m.user_id = u.id"
+    "   AND m.membership_status = 'active'"
+    " WHERE s.token_hash = $1 AND s.expires_at > now()";
+
+static const char SQL_REFRESH[] =
+    "UPDATE sessions SET expires_at = now() + interval '7 days', updated_at = now() WHERE id = $1";
+
+static void on_refreshed(db_result_t *r, void *data)
+{
+    (void)data;
+    if (!r->ok) log_warn("session refresh failed: %s", r->error ? r->error : "?");
+}
+
+typedef struct guard_state {
+    http_req_cb next;
+    const char *org_header;
+} guard_state_t;
+
+static void resolve_session(http_req_t *req);
+
+static bool is_state_changing(int m)
+{
+    return m == HTTP_M_POST || m == HTTP_M_PUT || m == HTTP_M_PATCH || m == HTTP_M_DELETE;
+}
+
+/* Origin of a Referer URL: scheme://host[:port]. */
+static size_t referer_origin_len(const char *ref)
+{
+    const char *p = strstr(ref, "://");
+    if (!p) return 0;
+    p += 3;
+    const char *slash = strchr(p, '/');
+    return slash ? (size_t)(slash - ref) : strlen(ref);
+}
+
+static bool csrf_ok(http_req_t *req)
+{
+    if (!is_state_changing(req->method) || !http_req_header(req, "Cookie")) return true;
+    const char *origin = http_req_header(req, "Origin");
+    if (origin && strcmp(origin, "null") != 0) return config_origin_trusted(origin, strlen(origin));
+    if (origin) return false;
+    const char *ref = http_req_header(req, "Referer");
+    if (ref) {
+        size_t n = referer_origin_len(ref);
+        return n > 0 && config_origin_trusted(ref, n);
+    }
+    return true;
+}
+
+static void finish_guard(http_req_t *req)
+{
+    guard_state_t *g = req->data;
+    http_req_cb next = g->next;
+    req->data = NULL;
+    next(req);
+}
+
+static void after_rate_limit(bool allowed, int retry_after, bool error, void *data)
+{
+    http_req_t *req = data;
+    if (!http_req_gone(req)) {
+        if (error) {
+            /* The global limiter fails open: losing Redis must not take the API down. */
+            log_warn("rate limiter unavailable id=%s", req->id);
+            resolve_session(req);
+        } else if (!allowed) {
+            http_reply_rate_limited(req, "RATE_LIMITED", "Too many requests", retry_after);
+        } else {
+            resolve_session(req);
+        }
+    }
+    http_req_unref(req);
+}
+
+static void guard(http_req_t *req, http_req_cb next)
+{
+    guard_state_t *g = arena_calloc(&req->arena, sizeof(*g));
+    g->next = next;
+    req->data = g;
+    if (!csrf_ok(req)) {
+        http_reply_error(req, 403, "FORBIDDEN", "Cross-site request from an untrusted origin");
+        return;
+    }
+    if (cfg.rate_limiter_enabled) {
+        char key[96];
+        snprintf(key, sizeof(key), "rl:g:%s", req->client_ip);
+        http_req_ref(req);
+        ratelimit_hit(key, NULL, cfg.rate_limiter_points, cfg.rate_limiter_duration,
+                      after_rate_limit, req);
+        return;
+    }
+    resolve_session(req);
+}
+
+static const char *dup_col(http_req_t *req, const db_result_t *r, int col)
+{
+    const char *v = db_get(r, 0, col);
+    return v ? arena_strndup(&req->arena, v, db_getlen(r, 0, col)) : NULL;
+}
+
+static caller_t *caller_from_row(http_req_t *req, const db_result_t *r)
+{
+    caller_t *c = arena_calloc(&req->arena, sizeof(*c));
+    c->session_id = dup_col(req, r, 0);
+    c->session_expires_at = dup_col(req, r, 1);
+    c->user_id = dup_col(req, r, 3);
+    c->email = dup_col(req, r, 4);
+    c->first_name = dup_col(req, r, 5);
+    c->last_name = dup_col(req, r, 6);
+    const char *verified = db_get(r, 0, 7);
+    c->email_verified = verified && verified[0] == 't';
+    c->status = dup_col(req, r, 8);
+    c->created_at = dup_col(req, r, 9);
+    const char *gr = db_get(r, 0, 10);
+    c->global_role = gr ? role_parse(gr) : ROLE_NONE;
+    if (!role_is_global(c->global_role)) c->global_role = ROLE_NONE;
+    c->preferred_language = dup_col(req, r, 11);
+    c->current_org_id = dup_col(req, r, 12);
+    c->phone = dup_col(req, r, 13);
+    c->birth_date = dup_col(req, r, 14);
+    c->country_code = dup_col(req, r, 15);
+    c->timezone = dup_col(req, r, 16);
+    c->avatar_url = dup_col(req, r, 17);
+    c->pending_invites = (int)db_getll(r, 0, 20, 0);
+    if (c->first_name && c->last_name)
+        c->display_name = arena_printf(&req->arena, "%s %s", c->first_name, c->last_name);
+    else
+        c->display_name = c->first_name ? c->first_name : (c->last_name ? c->last_name : "");
+    return c;
+}
+
+static void on_caller(http_req_t *req, db_result_t *r)
+{
+    guard_state_t *g = req->data;
+    const route_t *route = req->route;
+    if (db_failed_or_reply(req, r)) return;
+    bool optional = route->auth == AUTH_OPTIONAL || route->auth == AUTH_PUBLIC;
+    if (db_nrows(r) == 0) {
+        if (optional) {
+            finish_guard(req);
+            return;
+        }
+        http_reply_error(req, 401, "UNAUTHENTICATED", "Authentication required");
+        return;
+    }
+    caller_t *c = caller_from_row(req, r);
+    if (strcmp(c->status, "active") != 0) {
+        if (optional) {
+            finish_guard(req);
+            return;
+        }
+        http_reply_error(req, 401, "UNAUTHENTICATED", "Account is not active");
+        return;
+    }
+    c->token = http_req_cookie(req, SESSION_COOKIE);
+    const char *org_id = db_get(r, 0, 18);
+    const char *member_role = db_get(r, 0, 19);
+    bool global = c->global_role != ROLE_NONE;
+    if (g->org_header) {
+        if (!org_id) {
+            if (!optional) {
+                if (global) http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+                else http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
+                return;
+            }
+        } else if (!global && !member_role) {
+            if (!optional) {
+                http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
+                return;
+            }
+        } else {
+            c->org_id = dup_col(req, r, 18);
+        }
+    } else if (org_id && (global || member_role)) {
+        c->org_id = dup_col(req, r, 18);
+    }
+    c->org_role = member_role && c->org_id ? role_parse(member_role) : ROLE_NONE;
+    c->role = global ? c->global_role : c->org_role;
+    req->caller = (struct caller *)c;
+
+    const char *refresh = db_get(r, 0, 2);
+    if (refresh && refresh[0] == 't' && c->token) {
+        const char *params[] = {c->session_id};
+        db_query(SQL_REFRESH, 1, params, on_refreshed, NULL);
+        cookie_set_session(req, c->token);
+    }
+    presence_touch(c->user_id);
+
+    if (!optional) {
+        if (c->pending_invites > 0 && !(route->flags & ROUTE_GATE_EXEMPT)) {
+            http_reply_error(req, 403, "INVITE_GATE",
+                             "Accept or decline your pending invitations first");
+            return;
+        }
+        if (route->auth == AUTH_ORG && !c->org_id) {
+            http_reply_error(req, 400, "ORG_CONTEXT_REQUIRED",
+                             "An active organization is required (X-Organization-Id)");
+            return;
+        }
+        if (route->min_role != ROLE_NONE && !role_at_least(c->role, (role_t)route->min_role)) {
+            http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action");
+            return;
+        }
+    }
+    finish_guard(req);
+}
+
+static void resolve_session(http_req_t *req)
+{
+    guard_state_t *g = req->data;
+    const route_t *route = req->route;
+    if (route->auth == AUTH_PUBLIC) {
+        finish_guard(req);
+        return;
+    }
+    bool optional = route->auth == AUTH_OPTIONAL;
+    const char *token = http_req_cookie(req, SESSION_COOKIE);
+    if (!token || !token_is_wellformed(token)) {
+        if (optional) finish_guard(req);
+        else http_reply_error(req, 401, "UNAUTHENTICATED", "Authentication required");
+        return;
+    }
+    const char *org = http_req_header(req, "X-Organization-Id");
+    if (org && !*org) org = NULL;
+    if (org && !ids_is_uuid(org)) {
+        if (optional) {
+            org = NULL;
+        } else {
+            http_reply_error(req, 400, "VALIDATION_ERROR", "X-Organization-Id must be a UUID");
+            return;
+        }
+    }
+    g->org_header = org;
+    char hash[TOKEN_HASH_LEN + 1];
+    token_hash(token, hash);
+    const char *params[] = {hash, org};
+    db_req_query(req, SQL_CALLER, 2, params, on_caller);
+}
+
+void context_init(void)
+{
+    router_set_guard(guard);
+}

@@ -1,0 +1,328 @@
+/*
+ * Password reset and email verification (/api/auth/forget-password, reset-password,
+ * resend-activation, verify-email).
+ *
+ * No user enumeration: forget-password and resend-activation run the same single statement
+ * whether or not the address has an account (the statement writes the token and the outbox row
+ * only when it does) and answer the same. Mail language is chosen inside that statement, from
+ * the callback URL's lang, else the profile's preferred language, else English, so both
+ * renderings are passed in.
+ */
+#include <string.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/offload.h"
+#include "core/random.h"
+#include "core/router.h"
+#include "core/url.h"
+#include "db/db.h"
+#include "domain/mail_templates.h"
+#include "domain/password.h"
+#include "domain/urlcheck.h"
+#include "routes/common.h"
+#include "routes/context.h"
+#include "routes/routes.h"
+#include "rt/outbox.h"
+#include "rt/ratelimit.h"
+
+typedef struct rec_state {
+    const char *email;
+    const char *redirect;
+    const char *token;
+    const char *new_password;
+    char hash[PASSWORD_ENCODED_MAX];
+    int rc;
+} rec_state_t;
+
+static const char SQL_FORGET[] =
+    "WITH u AS (SELECT id, email, preferred_language FROM users WHERE email = $1"
+    "   AND status = 'active'),"
+    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
+    "   SELECT $2, 'password_reset', id, $3, now() + interval '1 hour' FROM u),"
+    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail',"
+    "   CASE WHEN COALESCE($4, u.preferred_language, 'en') = 'es'"
+    "   THEN jsonb_build_object('to', u.email, 'subject', $8::text, 'text', $9::text,"
+    "     'html', $10::text)"
+    "   ELSE jsonb_build_object('to', u.email, 'subject', $5::text, 'text', $6::text,"
+    "     'html', $7::text) END FROM u)"
+    " SELECT count(*) FROM u";
+
+static const char SQL_RESEND[] =
+    "WITH u AS (SELECT id, email, preferred_language FROM users WHERE email = $1"
+    "   AND status = 'active' AND NOT email_verified),"
+    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
+    "   SELECT $2, 'email_verify', id, $3, now() + interval '24 hours' FROM u),"
+    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail',"
+    "   CASE WHEN COALESCE($4, u.preferred_language, 'en') = 'es'"
+    "   THEN jsonb_build_object('to', u.email, 'subject', $8::text, 'text', $9::text,"
+    "     'html', $10::text)"
+    "   ELSE jsonb_build_object('to', u.email, 'subject', $5::text, 'text', $6::text,"
+    "     'html', $7::text) END FROM u)"
+    " SELECT count(*) FROM u";
+
+static const char SQL_RESET_CHECK[] =
+    "SELECT user_id FROM verifications WHERE token_hash = $1 AND kind = 'password_reset'"
+    " AND used_at IS NULL AND expires_at > now()";
+
+/* Consumes the token, stores the new hash and ends every other session of the user. */
+static const char SQL_RESET_APPLY[] =
+    "WITH t AS (UPDATE verifications SET used_at = now() WHERE token_hash = $1"
+    "   AND kind = 'password_reset' AND used_at IS NULL AND expires_at > now()"
+    "   RETURNING user_id),"
+    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT user_id, $2 FROM t"
+    "   ON CONFLICT (user_id) DO UPDATE SET password_hash = EXCLUDED.password_hash,"
+    "   updated_at = now()),"
+    " d AS (DELETE FROM sessions WHERE user_id IN (SELECT user_id FROM t)"
+    "   AND id IS DISTINCT FROM $3::uuid RETURNING user_id)"
+    " SELECT user_id FROM t";
+
+static const char SQL_VERIFY[] =
+    "WITH t AS (SELECT id, user_id, expires_at, used_at FROM verifications"
+    "   WHERE token_hash = $1 AND kind = 'email_verify'),"
+    " c AS (UPDATE verifications SET used_at = now() WHERE id IN"
+    "   (SELECT id FROM t WHERE used_at IS NULL AND expires_at > now()) RETURNING user_id),"
+    " u AS (UPDATE users SET email_verified = true, updated_at = now()"
+    "   WHERE id IN (SELECT user_id FROM c) RETURNING id)"
+    " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM t WHERE used_at IS NULL) THEN 'invalid_token'"
+    "   WHEN NOT EXISTS (SELECT 1 FROM c) THEN 'token_expired' ELSE 'ok' END,"
+    "   (SELECT preferred_language FROM users WHERE id IN (SELECT user_id FROM t))";
+
+/* Renders one message in both languages into params[first..first+5]. */
+static void render_both(http_req_t *req, int (*render)(const char *, const char *, mail_msg_t *),
+                        const char *link, const char **params)
+{
+    mail_msg_t en = {0}, es = {0};
+    render("en", link, &en);
+    render("es", link, &es);
+    params[0] = arena_strdup(&req->arena, en.subject);
+    params[1] = arena_strdup(&req->arena, en.text);
+    params[2] = arena_strdup(&req->arena, en.html);
+    params[3] = arena_strdup(&req->arena, es.subject);
+    params[4] = arena_strdup(&req->arena, es.text);
+    params[5] = arena_strdup(&req->arena, es.html);
+    mail_msg_free(&en);
+    mail_msg_free(&es);
+}
+
+/* ---- forget-password ---- */
+
+static void forget_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    outbox_kick();
+    http_reply_json(req, 200,
+                    "{\"success\":true,\"message\":\"If an account exists for this email, a "
+                    "password reset link has been sent.\"}");
+}
+
+/* The reset link: the client's redirectTo (relative ones resolve against FRONTEND_URL) with the
+ * token appended, else FRONTEND_URL/reset-password. */
+static const char *reset_link(http_req_t *req, const char *redirect, const char *token)
+{
+    if (!redirect) return arena_printf(&req->arena, "%s/reset-password?token=%s", cfg.frontend_url, token);
+    const char *base = redirect[0] == '/' ? arena_printf(&req->arena, "%s%s", cfg.frontend_url, redirect)
+                                          : redirect;
+    return arena_printf(&req->arena, "%s%ctoken=%s", base, strchr(base, '?') ? '&' : '?', token);
+}
+
+static void forget_limited(http_req_t *req)
+{
+    rec_state_t *st = req->data;
+    char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
+    new_uuid(id);
+    new_token(token, hash);
+    const char *params[10] = {st->email, id, hash, st->redirect ? urlcheck_lang(st->redirect) : NULL};
+    render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token), params + 4);
+    db_req_query(req, SQL_FORGET, 10, params, forget_on_done);
+}
+
+static void forget_password(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->email = field_email(req, body, "email", &v, true);
+    st->redirect = field_redirect(req, body, "redirectTo", &v);
+    if (verr_reply(req, &v)) return;
+    req->data = st;
+    auth_limit_then(req, "forget-password", st->email, forget_limited);
+}
+
+/* ---- reset-password ---- */
+
+static void reset_on_applied(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        return;
+    }
+    http_reply_json(req, 200, "{\"success\":true}");
+}
+
+static void hash_work(void *data)
+{
+    rec_state_t *st = data;
+    uint8_t salt[PASSWORD_SALT_LEN];
+    random_bytes(salt, sizeof(salt));
+    st->rc = password_hash(st->new_password, salt, st->hash, sizeof(st->hash));
+}
+
+static void reset_on_hashed(http_req_t *req, void *data)
+{
+    rec_state_t *st = data;
+    if (st->rc != 0) {
+        http_reply_error(req, 500, "INTERNAL", "Could not store the password");
+        return;
+    }
+    caller_t *c = context_caller(req);
+    char th[TOKEN_HASH_LEN + 1];
+    token_hash(st->token, th);
+    const char *params[] = {th, st->hash, c ? c->session_id : NULL};
+    db_req_query(req, SQL_RESET_APPLY, 3, params, reset_on_applied);
+}
+
+static void reset_on_check(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        return;
+    }
+    offload_run(req, hash_work, reset_on_hashed, req->data);
+}
+
+static void reset_password(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->token = field_str(req, body, "token", &v, true, 1, TOKEN_MAX_LEN, true);
+    st->new_password = field_password(req, body, "newPassword", &v, true);
+    if (verr_reply(req, &v)) return;
+    if (!token_is_wellformed(st->token)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        return;
+    }
+    req->data = st;
+    char th[TOKEN_HASH_LEN + 1];
+    token_hash(st->token, th);
+    const char *params[] = {th};
+    db_req_query(req, SQL_RESET_CHECK, 1, params, reset_on_check);
+}
+
+/* ---- resend-activation ---- */
+
+static void resend_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    outbox_kick();
+    char *body = arena_printf(&req->arena,
+                              "{\"success\":true,\"message\":\"If an unverified account exists for "
+                              "this email, a verification email has been sent.\","
+                              "\"cooldownSeconds\":%d}",
+                              cfg.resend_activation_cooldown);
+    http_reply_json(req, 200, body);
+}
+
+static void resend_on_cooldown(bool allowed, int retry_after, bool error, void *data)
+{
+    http_req_t *req = data;
+    if (http_req_gone(req)) goto done;
+    if (error) {
+        /* Without Redis the cooldown cannot be enforced; refuse rather than allow a mail flood. */
+        http_reply_error(req, 503, "UNAVAILABLE", "Try again shortly");
+        goto done;
+    }
+    if (!allowed) {
+        http_reply_rate_limited(req, "COOLDOWN",
+                                "A verification email was sent recently; try again later",
+                                retry_after);
+        goto done;
+    }
+    rec_state_t *st = req->data;
+    char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
+    new_uuid(id);
+    new_token(token, hash);
+    const char *params[10] = {st->email, id, hash, st->redirect ? urlcheck_lang(st->redirect) : NULL};
+    render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect),
+                params + 4);
+    db_req_query(req, SQL_RESEND, 10, params, resend_on_done);
+done:
+    http_req_unref(req);
+}
+
+static void resend_activation(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->email = field_email(req, body, "email", &v, true);
+    st->redirect = field_redirect(req, body, "callbackURL", &v);
+    if (verr_reply(req, &v)) return;
+    req->data = st;
+    http_req_ref(req);
+    ratelimit_cooldown(arena_printf(&req->arena, "cooldown:resend:%s", st->email),
+                       cfg.resend_activation_cooldown, resend_on_cooldown, req);
+}
+
+/* ---- verify-email ---- */
+
+static void verify_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *outcome = db_get(r, 0, 0);
+    const char *profile_lang = db_get(r, 0, 1);
+    const char *callback = req->data;
+    const char *lang = callback ? urlcheck_lang(callback) : NULL;
+    if (!lang) lang = profile_lang && strcmp(profile_lang, "es") == 0 ? "es" : "en";
+    const char *loc;
+    if (outcome && strcmp(outcome, "ok") == 0)
+        loc = arena_printf(&req->arena, "%s/email-verification?lang=%s", cfg.frontend_url, lang);
+    else
+        loc = arena_printf(&req->arena, "%s/email-verification?lang=%s&error=%s", cfg.frontend_url,
+                           lang, outcome ? outcome : "invalid_token");
+    http_reply_redirect(req, 302, loc);
+}
+
+static void verify_email(http_req_t *req)
+{
+    const char *token = http_req_query(req, "token");
+    const char *callback = http_req_query(req, "callbackURL");
+    if (callback && *callback && !redirect_allowed(callback)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         "callbackURL must be a relative path or a URL of a trusted origin");
+        return;
+    }
+    req->data = (void *)(callback && *callback ? callback : NULL);
+    if (!token || !token_is_wellformed(token)) {
+        const char *lang = callback ? urlcheck_lang(callback) : NULL;
+        http_reply_redirect(req, 302,
+                            arena_printf(&req->arena,
+                                         "%s/email-verification?lang=%s&error=invalid_token",
+                                         cfg.frontend_url, lang ? lang : "en"));
+        return;
+    }
+    char th[TOKEN_HASH_LEN + 1];
+    token_hash(token, th);
+    const char *params[] = {th};
+    db_req_query(req, SQL_VERIFY, 1, params, verify_on_done);
+}
+
+static const route_t recovery_routes[] = {
+    {HTTP_M_POST, "/api/auth/forget-password", forget_password, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/auth/reset-password", reset_password, AUTH_OPTIONAL, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_POST, "/api/auth/resend-activation", resend_activation, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_GET, "/api/auth/verify-email", verify_email, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+};
+
+void routes_recovery_register(void)
+{
+    router_add(recovery_routes, sizeof(recovery_routes) / sizeof(recovery_routes[0]));
+}

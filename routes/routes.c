@@ -1,0 +1,19 @@
+/* Registers every route table and the guard (see routes.h). */
+#include "routes/routes.h"
+
+#include "routes/context.h"
+
+void routes_init(uv_loop_t *loop)
+{
+    (void)loop;
+    context_init();
+    routes_auth_register();
+    routes_recovery_register();
+    routes_account_register();
+    routes_setup_register();
+    routes_health_register();
+}
+
+void routes_shutdown(void)
+{
+}

@@ -1,0 +1,20 @@
+/*
+ * Route registration: each area file exports routes_<area>_register(); routes_init() registers
+ * them all, installs the caller-context guard and starts the area timers (sweepers).
+ */
+#pragma once
+#include <uv.h>
+
+#include "core/http.h"
+
+void routes_init(uv_loop_t *loop);
+void routes_shutdown(void);
+
+void routes_auth_register(void);
+void routes_recovery_register(void);
+void routes_account_register(void);
+void routes_setup_register(void);
+void routes_health_register(void);
+
+/* Verification link for a fresh email-verification token (routes/auth.c). */
+const char *auth_verify_link(http_req_t *req, const char *token, const char *callback);

@@ -1,0 +1,74 @@
+/* Redis-backed limits (see ratelimit.h). */
+#include "rt/ratelimit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/mem.h"
+#include "rt/redis.h"
+
+/* INCR each key, give new keys their window, return the highest count and the longest TTL. */
+static const char HIT_SCRIPT[] =
+    "local maxc, maxt = 0, 0 "
+    "for i, k in ipairs(KEYS) do "
+    "  local c = redis.call('INCR', k) "
+    "  local t = redis.call('TTL', k) "
+    "  if t < 0 then redis.call('EXPIRE', k, ARGV[1]); t = tonumber(ARGV[1]) end "
+    "  if c > maxc then maxc = c end "
+    "  if t > maxt then maxt = t end "
+    "end "
+    "return {maxc, maxt}";
+
+static const char COOLDOWN_SCRIPT[] =
+    "if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return {1, 0} end "
+    "local t = redis.call('TTL', KEYS[1]) "
+    "if t < 1 then t = 1 end "
+    "return {0, t}";
+
+typedef struct pending {
+    ratelimit_cb cb;
+    void *data;
+    int points;
+    bool cooldown;
+} pending_t;
+
+static void on_reply(redisReply *r, void *p)
+{
+    pending_t *pd = p;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER) {
+        pd->cb(false, 0, true, pd->data);
+        free(pd);
+        return;
+    }
+    long long a = r->element[0]->integer, t = r->element[1]->integer;
+    if (pd->cooldown) pd->cb(a == 1, (int)t, false, pd->data);
+    else pd->cb(a <= pd->points, a <= pd->points ? 0 : (int)(t > 0 ? t : 1), false, pd->data);
+    free(pd);
+}
+
+void ratelimit_hit(const char *key1, const char *key2, int points, int window, ratelimit_cb cb,
+                   void *data)
+{
+    pending_t *pd = xcalloc(1, sizeof(*pd));
+    pd->cb = cb;
+    pd->data = data;
+    pd->points = points;
+    char w[16];
+    snprintf(w, sizeof(w), "%d", window);
+    if (key2)
+        redis_command(on_reply, pd, "EVAL %s 2 %s %s %s", HIT_SCRIPT, key1, key2, w);
+    else
+        redis_command(on_reply, pd, "EVAL %s 1 %s %s", HIT_SCRIPT, key1, w);
+}
+
+void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *data)
+{
+    pending_t *pd = xcalloc(1, sizeof(*pd));
+    pd->cb = cb;
+    pd->data = data;
+    pd->cooldown = true;
+    char s[16];
+    snprintf(s, sizeof(s), "%d", seconds);
+    redis_command(on_reply, pd, "EVAL %s 1 %s %s", COOLDOWN_SCRIPT, key, s);
+}

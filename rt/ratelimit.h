@@ -1,0 +1,18 @@
+/*
+ * Fixed-window counters in Redis, shared by every worker and host: the global per-IP limiter,
+ * the stricter sign-in/sign-up/forget-password/invite-accept limiter (per IP and per email), and
+ * per-email cooldowns. One EVAL per check.
+ */
+#pragma once
+#include <stdbool.h>
+
+/* allowed: false when over the limit; retry_after: seconds until the window resets;
+ * error: Redis unavailable (the caller decides to fail open or closed). */
+typedef void (*ratelimit_cb)(bool allowed, int retry_after, bool error, void *data);
+
+/* Counts one hit on each key (key2 may be NULL) in a window of `window` seconds; allowed while
+ * every count is <= points. */
+void ratelimit_hit(const char *key1, const char *key2, int points, int window, ratelimit_cb cb,
+                   void *data);
+/* Cooldown: starts it when not running (allowed), else reports the seconds left. */
+void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *data);

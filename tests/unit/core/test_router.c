@@ -1,0 +1,97 @@
+#include <string.h>
+
+#include "core/router.h"
+#include "tests.h"
+
+static void h_list(http_req_t *r) { (void)r; }
+static void h_get(http_req_t *r) { (void)r; }
+static void h_me(http_req_t *r) { (void)r; }
+static void h_users(http_req_t *r) { (void)r; }
+static void h_patch(http_req_t *r) { (void)r; }
+
+static const route_t table[] = {
+    {HTTP_M_GET, "/api/organizations", h_list, 0, 0, 0, 0},
+    {HTTP_M_GET, "/api/organizations/:id", h_get, 0, 0, 0, 0},
+    {HTTP_M_PATCH, "/api/organizations/:id", h_patch, 0, 0, 0, 0},
+    {HTTP_M_GET, "/api/organizations/:id/users", h_users, 0, 0, 0, 0},
+    {HTTP_M_GET, "/api/users/:id", h_get, 0, 0, 0, 0},
+    {HTTP_M_GET, "/api/users/me", h_me, 0, 0, 0, 0},
+};
+
+static const route_t *match(http_req_t *req, int method, const char *path, int *status,
+                            const char **allow)
+{
+    memset(req, 0, sizeof(*req));
+    arena_init(&req->arena);
+    req->method = method;
+    req->path = path;
+    *status = 0;
+    *allow = NULL;
+    return router_match(req, status, allow);
+}
+
+static void matching(void **s)
+{
+    (void)s;
+    static int registered;
+    if (!registered++) router_add(table, sizeof(table) / sizeof(table[0]));
+    http_req_t req;
+    int status;
+    const char *allow;
+    const route_t *r = match(&req, HTTP_M_GET, "/api/organizations", &status, &allow);
+    assert_non_null(r);
+    assert_ptr_equal(r->handler, h_list);
+    arena_free(&req.arena);
+
+    r = match(&req, HTTP_M_GET, "/api/organizations/abc%20d/users", &status, &allow);
+    assert_ptr_equal(r->handler, h_users);
+    assert_int_equal(req.nparams, 1);
+    assert_string_equal(req.params[0], "abc d");
+    arena_free(&req.arena);
+
+    /* A literal segment beats a :param, whatever the registration order. */
+    r = match(&req, HTTP_M_GET, "/api/users/me", &status, &allow);
+    assert_ptr_equal(r->handler, h_me);
+    arena_free(&req.arena);
+    r = match(&req, HTTP_M_GET, "/api/users/u1", &status, &allow);
+    assert_ptr_equal(r->handler, h_get);
+    assert_string_equal(req.params[0], "u1");
+    arena_free(&req.arena);
+
+    /* Trailing slash is the same path; HEAD uses GET routes. */
+    r = match(&req, HTTP_M_HEAD, "/api/organizations/", &status, &allow);
+    assert_ptr_equal(r->handler, h_list);
+    arena_free(&req.arena);
+}
+
+static void not_found_and_method(void **s)
+{
+    (void)s;
+    http_req_t req;
+    int status;
+    const char *allow;
+    assert_null(match(&req, HTTP_M_GET, "/api/nothing", &status, &allow));
+    assert_int_equal(status, 404);
+    arena_free(&req.arena);
+    assert_null(match(&req, HTTP_M_GET, "/api/organizations/x/y/z", &status, &allow));
+    assert_int_equal(status, 404);
+    arena_free(&req.arena);
+    assert_null(match(&req, HTTP_M_DELETE, "/api/organizations/x", &status, &allow));
+    assert_int_equal(status, 405);
+    assert_non_null(strstr(allow, "GET"));
+    assert_non_null(strstr(allow, "PATCH"));
+    assert_null(strstr(allow, "DELETE"));
+    arena_free(&req.arena);
+    /* An empty segment never matches a :param. */
+    assert_null(match(&req, HTTP_M_GET, "/api/organizations//users", &status, &allow));
+    arena_free(&req.arena);
+}
+
+int run_router_tests(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matching),
+        cmocka_unit_test(not_found_and_method),
+    };
+    return cmocka_run_group_tests_name("core/router", tests, NULL, NULL);
+}

@@ -1,0 +1,13 @@
+/* Test groups of the core unit runner. */
+#pragma once
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+int run_url_tests(void);
+int run_buf_tests(void);
+int run_router_tests(void);
+int run_arena_tests(void);
+int run_config_tests(void);
