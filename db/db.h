@@ -4,7 +4,7 @@
  * prepared statements, PQconsumeInput/PQisBusy/PQgetResult). Never blocks the loop.
  *
  * Queries are queued FIFO when every connection is busy (bounded: a full queue fails at once
- * with DB_ERR_BUSY). Connections that break are re-established with backoff; queries that were
+ * with conn_lost set). Connections that break are re-established with backoff; queries that were
  * in flight on them fail with conn_lost (the route answers 503), later ones succeed.
  *
  * SQL text passed here must be a string that outlives the query (use static const strings:
