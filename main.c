@@ -24,6 +24,7 @@
 #include "db/db.h"
 #include "routes/routes.h"
 #include "rt/curlm.h"
+#include "rt/mail.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
 
@@ -45,6 +46,7 @@ static void on_server_drained(void)
     log_info("worker %d: connections drained", (int)getpid());
     routes_shutdown();
     outbox_shutdown();
+    mail_shutdown();
     curlm_shutdown();
     redis_shutdown();
     db_shutdown();
@@ -72,14 +74,40 @@ static void on_signal(uv_signal_t *s, int signum)
     http_server_shutdown(on_server_drained);
 }
 
+/* The local storage root must exist before the health probe or uploads look at it; this runs
+ * once, before the loop starts. */
+static int storage_init(void)
+{
+    if (strcmp(cfg.storage_driver, "local") != 0) return 0;
+    uv_fs_t req;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s", cfg.storage_dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        uv_fs_mkdir(NULL, &req, path, 0755, NULL);
+        uv_fs_req_cleanup(&req);
+        *p = '/';
+    }
+    int rc = uv_fs_mkdir(NULL, &req, path, 0755, NULL);
+    uv_fs_req_cleanup(&req);
+    if (rc != 0 && rc != UV_EEXIST) {
+        log_error("storage: cannot create %s: %s", cfg.storage_dir, uv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
 static int run_worker(void)
 {
     loop = uv_default_loop();
     signal(SIGPIPE, SIG_IGN);
-    if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
-    if (redis_init(loop, cfg.redis_url) != 0) return 1;
     if (curlm_init(loop) != 0) return 1;
+    if (mail_init(loop) != 0) return 1;
+    if (redis_init(loop, cfg.redis_url) != 0) return 1;
+    if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
     if (outbox_init(loop) != 0) return 1;
+    if (storage_init() != 0) return 1;
     routes_init(loop);
     int rc = http_server_start(loop, cfg.host, cfg.port);
     if (rc != 0) {

@@ -24,7 +24,7 @@
 #include "domain/roles.h"
 #include "routes/common.h"
 #include "routes/routes.h"
-#include "rt/curlm.h"
+#include "rt/mail.h"
 #include "rt/redis.h"
 #include "rt/storage_probe.h"
 
@@ -41,7 +41,6 @@ typedef struct health_state {
 static struct {
     time_t at;
     bool ok;
-    bool running;
 } mail_cache, storage_cache;
 
 static void health_reply(health_state_t *st);
@@ -72,33 +71,20 @@ static void on_storage(bool ok, void *data)
     check_done(data, CHK_STORAGE, ok);
 }
 
-static void on_mail(CURL *easy, CURLcode code, long status, void *data)
+static void on_mail(bool ok, void *data)
 {
-    (void)status;
-    curl_easy_cleanup(easy);
     mail_cache.at = time(NULL);
-    mail_cache.ok = code == CURLE_OK;
-    if (code != CURLE_OK) log_warn("health: SMTP probe failed: %s", curl_easy_strerror(code));
-    check_done(data, CHK_MAIL, code == CURLE_OK);
+    mail_cache.ok = ok;
+    check_done(data, CHK_MAIL, ok);
 }
 
 static void probe_mail(health_state_t *st)
 {
-    if (!cfg.smtp_url) {
-        check_done(st, CHK_MAIL, !cfg.production);
-        return;
-    }
     if (time(NULL) - mail_cache.at < PROBE_CACHE_SECONDS) {
         check_done(st, CHK_MAIL, mail_cache.ok);
         return;
     }
-    CURL *e = curl_easy_init();
-    curl_easy_setopt(e, CURLOPT_URL, cfg.smtp_url);
-    curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curlm_add(e, on_mail, st);
+    mail_verify(on_mail, st);
 }
 
 static void probe_storage(health_state_t *st)

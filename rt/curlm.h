@@ -13,3 +13,6 @@ int curlm_init(uv_loop_t *loop);
 void curlm_shutdown(void);
 /* Adds a configured easy handle. done fires once, after which the caller cleans up the handle. */
 void curlm_add(CURL *easy, curlm_done_cb done, void *data);
+/* Completes a job without running it: done(easy, code, 0, data) fires once, from the loop (for
+ * callers that find a request invalid but must not call back from inside their own call). */
+void curlm_fail(CURL *easy, CURLcode code, curlm_done_cb done, void *data);

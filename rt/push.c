@@ -1,0 +1,209 @@
+/*
+ * Expo push batches over libcurl multi. See rt/push.h for the contract; REFERENCE.md section 6
+ * has the wire format.
+ */
+#include "rt/push.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "rt/curlm.h"
+
+#define PUSH_CONNECT_TIMEOUT_S 10L
+#define PUSH_TOTAL_TIMEOUT_S 30L
+#define PUSH_MAX_RESPONSE (1024 * 1024)
+
+typedef struct push_job {
+    push_done_cb cb;
+    void *data;
+    const char *const *tokens;
+    int n;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;
+    buf_t resp;
+    char errbuf[CURL_ERROR_SIZE];
+    bool invalid;
+} push_job_t;
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userp);
+static void on_done(CURL *easy, CURLcode code, long status, void *data);
+static void job_free(push_job_t *j);
+static void finish_simple(push_job_t *j, long status, bool retryable, const char *error);
+
+void push_send(const char *const *tokens, int n, const push_msg_t *msg, push_done_cb cb,
+               void *data)
+{
+    push_job_t *j = xcalloc(1, sizeof(*j));
+    json_t *arr = json_array();
+    const char *url = cfg.push_url && *cfg.push_url ? cfg.push_url : PUSH_DEFAULT_URL;
+    int i;
+
+    j->cb = cb;
+    j->data = data;
+    j->tokens = tokens;
+    j->n = n;
+    for (i = 0; i < n && n <= PUSH_BATCH_MAX; i++) {
+        json_t *m = json_object();
+
+        json_object_set_new(m, "to", json_string(tokens[i] ? tokens[i] : ""));
+        if (msg->title) json_object_set_new(m, "title", json_string(msg->title));
+        if (msg->body) json_object_set_new(m, "body", json_string(msg->body));
+        if (msg->data && json_is_object(msg->data)) json_object_set(m, "data", msg->data);
+        json_object_set_new(m, "sound", json_string("default"));
+        json_array_append_new(arr, m);
+    }
+    j->body = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    j->easy = curl_easy_init();
+    if (j->easy) {
+        curl_easy_setopt(j->easy, CURLOPT_URL, url);
+        curl_easy_setopt(j->easy, CURLOPT_POSTFIELDS, j->body ? j->body : "[]");
+        j->headers = curl_slist_append(j->headers, "Accept: application/json");
+        j->headers = curl_slist_append(j->headers, "Content-Type: application/json");
+        if (cfg.push_access_token && *cfg.push_access_token) {
+            buf_t h = BUF_INIT;
+
+            buf_printf(&h, "Authorization: Bearer %s", cfg.push_access_token);
+            j->headers = curl_slist_append(j->headers, h.data);
+            buf_free(&h);
+        }
+        curl_easy_setopt(j->easy, CURLOPT_HTTPHEADER, j->headers);
+        curl_easy_setopt(j->easy, CURLOPT_ACCEPT_ENCODING, ""); /* gzip/deflate answers */
+        curl_easy_setopt(j->easy, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(j->easy, CURLOPT_WRITEDATA, j);
+        curl_easy_setopt(j->easy, CURLOPT_CONNECTTIMEOUT, PUSH_CONNECT_TIMEOUT_S);
+        curl_easy_setopt(j->easy, CURLOPT_TIMEOUT, PUSH_TOTAL_TIMEOUT_S);
+        curl_easy_setopt(j->easy, CURLOPT_ERRORBUFFER, j->errbuf);
+        curl_easy_setopt(j->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    }
+    if (!j->easy) {
+        log_error("push: out of memory");
+        abort();
+    }
+    if (n < 1 || n > PUSH_BATCH_MAX || !j->body) {
+        /* a caller bug: reported from the loop, nothing is sent */
+        log_error("push: invalid batch of %d tokens", n);
+        j->invalid = true;
+        curlm_fail(j->easy, CURLE_BAD_FUNCTION_ARGUMENT, on_done, j);
+        return;
+    }
+    curlm_add(j->easy, on_done, j);
+}
+
+static size_t on_write(char *p, size_t size, size_t nmemb, void *userp)
+{
+    push_job_t *j = userp;
+    size_t n = size * nmemb;
+
+    if (j->resp.len + n > PUSH_MAX_RESPONSE) return 0; /* aborts the transfer */
+    buf_append(&j->resp, p, n);
+    return n;
+}
+
+static void job_free(push_job_t *j)
+{
+    if (j->easy) curl_easy_cleanup(j->easy);
+    curl_slist_free_all(j->headers);
+    free(j->body);
+    buf_free(&j->resp);
+    free(j);
+}
+
+static void finish_simple(push_job_t *j, long status, bool retryable, const char *error)
+{
+    push_result_t r;
+
+    memset(&r, 0, sizeof(r));
+    r.http_status = status;
+    r.retryable = retryable;
+    r.error = error;
+    j->cb(&r, j->data);
+    job_free(j);
+}
+
+int push_parse_tickets(const char *body, size_t len, const char *const *tokens, int n,
+                       push_result_t *r)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(body, len, 0, &jerr), *tickets;
+    size_t i;
+    int rc = -1;
+
+    r->unregistered = NULL;
+    r->n_unregistered = 0;
+    r->n_ticket_errors = 0;
+    if (!root) goto done;
+    tickets = json_object_get(root, "data");
+    if (!json_is_array(tickets)) goto done;
+    r->unregistered = xcalloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    for (i = 0; i < json_array_size(tickets); i++) {
+        json_t *t = json_array_get(tickets, i);
+        const char *status = json_string_value(json_object_get(t, "status"));
+        const char *err;
+
+        if (status && strcmp(status, "ok") == 0) continue;
+        r->n_ticket_errors++;
+        err = json_string_value(json_object_get(json_object_get(t, "details"), "error"));
+        if (err && strcmp(err, "DeviceNotRegistered") == 0 && (int)i < n && tokens[i])
+            r->unregistered[r->n_unregistered++] = tokens[i];
+        else
+            log_warn("push: ticket error %s: %s", err ? err : "?",
+                     json_string_value(json_object_get(t, "message"))
+                         ? json_string_value(json_object_get(t, "message"))
+                         : "");
+    }
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+static void on_done(CURL *easy, CURLcode code, long status, void *data)
+{
+    push_job_t *j = data;
+    push_result_t r;
+    char err[CURL_ERROR_SIZE + 64];
+
+    (void)easy;
+    memset(&r, 0, sizeof(r));
+    r.http_status = status;
+    if (j->invalid) {
+        finish_simple(j, 0, false, "push: invalid batch");
+        return;
+    }
+    if (code != CURLE_OK) {
+        snprintf(err, sizeof(err), "push: %s%s%s", curl_easy_strerror(code),
+                 j->errbuf[0] ? ": " : "", j->errbuf);
+        finish_simple(j, status, true, err);
+        return;
+    }
+    if (status == 429 || status >= 500) {
+        snprintf(err, sizeof(err), "push: HTTP %ld", status);
+        finish_simple(j, status, true, err);
+        return;
+    }
+    if (status < 200 || status > 299) {
+        snprintf(err, sizeof(err), "push: HTTP %ld: %.200s", status,
+                 j->resp.data ? j->resp.data : "");
+        finish_simple(j, status, false, err);
+        return;
+    }
+    if (push_parse_tickets(j->resp.data ? j->resp.data : "", j->resp.len, j->tokens, j->n, &r) !=
+        0) {
+        free(r.unregistered);
+        finish_simple(j, status, true, "push: response without tickets");
+        return;
+    }
+    r.ok = true;
+    r.http_status = status;
+    j->cb(&r, j->data);
+    free(r.unregistered);
+    job_free(j);
+}
