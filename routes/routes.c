@@ -12,6 +12,11 @@ void routes_init(uv_loop_t *loop)
     routes_account_register();
     routes_setup_register();
     routes_health_register();
+    routes_organizations_register();
+    routes_invites_register();
+    routes_users_register();
+    routes_me_register();
+    routes_push_tokens_register();
 }
 
 void routes_shutdown(void)

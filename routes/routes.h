@@ -15,6 +15,11 @@ void routes_recovery_register(void);
 void routes_account_register(void);
 void routes_setup_register(void);
 void routes_health_register(void);
+void routes_organizations_register(void);
+void routes_invites_register(void);
+void routes_users_register(void);
+void routes_me_register(void);
+void routes_push_tokens_register(void);
 
 /* Verification link for a fresh email-verification token (routes/auth.c). */
 const char *auth_verify_link(http_req_t *req, const char *token, const char *callback);
