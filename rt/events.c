@@ -1,0 +1,55 @@
+/* Event publishing (see events.h). */
+#include "rt/events.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "rt/redis.h"
+
+void events_make_id(char out[48])
+{
+    static unsigned long seq;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long ms = (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+    snprintf(out, 48, "%llu-%x-%lu", ms, (unsigned)getpid(), ++seq);
+}
+
+void events_publish(const char *mentorship_id, const char *coach_id, const char *teacher_id,
+                    const char *event, const char *data_json, bool to_users)
+{
+    char id[48];
+    events_make_id(id);
+    buf_t msg = BUF_INIT;
+    buf_puts(&msg, "{\"id\":");
+    buf_json_str(&msg, id);
+    buf_puts(&msg, ",\"event\":");
+    buf_json_str(&msg, event);
+    buf_puts(&msg, ",\"data\":");
+    buf_puts(&msg, data_json);
+    buf_putc(&msg, '}');
+    char chan[96];
+    if (mentorship_id) {
+        snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);
+        redis_publish(chan, msg.data, msg.len);
+    }
+    if (to_users) {
+        const char *users[2] = {coach_id, teacher_id};
+        for (int i = 0; i < 2; i++) {
+            if (!users[i] || (i == 1 && coach_id && strcmp(coach_id, teacher_id) == 0)) continue;
+            snprintf(chan, sizeof(chan), "user:%s", users[i]);
+            redis_publish(chan, msg.data, msg.len);
+        }
+    }
+    buf_free(&msg);
+}
+
+void events_control(const char *user_id, const char *json)
+{
+    char chan[96];
+    snprintf(chan, sizeof(chan), "user:%s:control", user_id);
+    redis_publish(chan, json, strlen(json));
+}

@@ -1,0 +1,24 @@
+/*
+ * Real-time events leave through Redis pub/sub, so every worker and host holding a stream gets
+ * them. Channels:
+ *   mentorship:<mentorshipId>   events of one mentorship (the mentorship stream)
+ *   user:<userId>               events for one user's stream (chat and session-update of all the
+ *                               user's mentorships)
+ *   user:<userId>:control       stream control: {"type":"session-ended","sessionId"},
+ *                               {"type":"membership-disabled","organizationId"}, {"type":"user-inactive"}
+ * Message on the event channels: {"id":"<event id>","event":"<name>","data":<JSON>}. The id is
+ * made once at publish time so every stream shows the same `id:` for the same event.
+ *
+ * Publish only after the change that caused the event has committed.
+ */
+#pragma once
+#include <stdbool.h>
+
+/* Publishes `event` with `data_json` (a JSON value) on the mentorship's channel and, when
+ * to_users is set, on the coach's and teacher's user channels (ids may be NULL to skip). */
+void events_publish(const char *mentorship_id, const char *coach_id, const char *teacher_id,
+                    const char *event, const char *data_json, bool to_users);
+/* Stream control message for one user (see above). */
+void events_control(const char *user_id, const char *json);
+/* Makes an event id: milliseconds since the epoch, a dash, and a per-process sequence. */
+void events_make_id(char out[48]);
