@@ -1,0 +1,81 @@
+# Shared helpers for the scripts in scripts/. Source it; it defines functions and ROOT only.
+# shellcheck shell=bash
+
+# Repository root: the folder above scripts/.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export COACHD_ROOT="$ROOT"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# The Python that has Debian's python3-pytest and python3-requests, whatever else is on PATH.
+PYTHON=/usr/bin/python3
+
+# Raises the open-file limit as far as allowed (a server holds one descriptor per connection).
+raise_nofile() {
+    local want=200000 hard
+    ulimit -n "$want" 2>/dev/null && return 0
+    hard="$(ulimit -Hn)"
+    if [ "$hard" = unlimited ] || [ "$hard" -gt "$want" ]; then hard=$want; fi
+    ulimit -n "$hard" 2>/dev/null || true
+}
+
+# meson_build DIR [meson options...]: configures DIR once (or applies changed options), then builds.
+meson_build() {
+    local dir="$1"
+    shift
+    if [ -f "$ROOT/$dir/build.ninja" ]; then
+        if [ "$#" -gt 0 ]; then meson configure "$ROOT/$dir" "$@" >/dev/null || return 1; fi
+    else
+        # A folder left by a setup that failed part-way is set up again from scratch.
+        rm -rf "${ROOT:?}/$dir"
+        meson setup "$ROOT/$dir" "$ROOT" "$@" || return 1
+    fi
+    ninja -C "$ROOT/$dir"
+}
+
+# free_port: prints a TCP port on 127.0.0.1 that nothing listens on right now.
+free_port() {
+    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# port_in_use PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_in_use() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# wait_http URL SECONDS [PID] [curl args...]: waits until URL answers with any HTTP status.
+# Fails early when PID (if not empty) has exited.
+wait_http() {
+    local url="$1" secs="$2" pid="${3:-}"
+    shift 3 || shift "$#"
+    local deadline=$((SECONDS + secs))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
+        if curl -s -o /dev/null --max-time 2 "$@" "$url"; then return 0; fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# pid_alive PID: true while PID runs (a zombie that nobody reaped yet counts as gone).
+pid_alive() {
+    local state
+    kill -0 "$1" 2>/dev/null || return 1
+    state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" || return 1
+    [ "$state" != Z ]
+}
+
+# stop_pid PID SECONDS: SIGTERM, waits up to SECONDS, then SIGKILL. Returns 0 when PID
+# was gone or exited within time, 1 when it had to be killed.
+stop_pid() {
+    local pid="$1" secs="$2" i
+    pid_alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < secs * 10; i++)); do
+        pid_alive "$pid" || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    return 1
+}
