@@ -82,9 +82,29 @@ static void parse_origins(const char *list)
     }
 }
 
+/* Releases the strings of a previous load, so tests may load again without leaking. */
+static void config_free(void)
+{
+    char **strs[] = {&cfg.host, &cfg.database_url, &cfg.redis_url, &cfg.client_key, &cfg.public_url,
+                     &cfg.frontend_url, &cfg.smtp_url, &cfg.mail_from, &cfg.mail_dir,
+                     &cfg.storage_driver, &cfg.storage_dir, &cfg.s3_endpoint, &cfg.s3_region,
+                     &cfg.s3_bucket, &cfg.s3_access_key_id, &cfg.s3_secret_access_key,
+                     &cfg.video_app_id, &cfg.video_app_certificate, &cfg.push_url,
+                     &cfg.push_access_token};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        free(*strs[i]);
+        *strs[i] = NULL;
+    }
+    for (int i = 0; i < cfg.n_trusted_origins; i++) free(cfg.trusted_origins[i]);
+    free(cfg.trusted_origins);
+    cfg.trusted_origins = NULL;
+    cfg.n_trusted_origins = 0;
+}
+
 int config_load(void)
 {
     int rc = 0;
+    config_free();
     const char *lvl = env("LOG_LEVEL");
     cfg.log_level = LOG_INFO;
     if (lvl) {

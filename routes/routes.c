@@ -2,11 +2,12 @@
 #include "routes/routes.h"
 
 #include "routes/context.h"
+#include "rt/streams.h"
 
 void routes_init(uv_loop_t *loop)
 {
-    (void)loop;
     context_init();
+    streams_init(loop);
     routes_auth_register();
     routes_recovery_register();
     routes_account_register();
@@ -17,8 +18,10 @@ void routes_init(uv_loop_t *loop)
     routes_users_register();
     routes_me_register();
     routes_push_tokens_register();
+    routes_events_register();
 }
 
 void routes_shutdown(void)
 {
+    streams_shutdown();
 }

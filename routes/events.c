@@ -1,0 +1,70 @@
+/*
+ * Server-Sent Event streams (INTERFACE.md "Events"):
+ *   GET /api/events/mentorships/:mentorshipId/events  coach and teacher of the mentorship (with an
+ *       active membership in its organization), or a PlatformAdmin/Owner; 403 otherwise, 404 unknown.
+ *   GET /api/events/users/me/events                   any signed-in user.
+ * The streams themselves live in rt/streams.c.
+ */
+#include <string.h>
+
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/ids.h"
+#include "routes/context.h"
+#include "routes/routes.h"
+#include "rt/streams.h"
+
+static const char SQL_MENTORSHIP_ACCESS[] =
+    "SELECT m.organization_id,"
+    " ($2 IN (m.coach_id, m.teacher_id)) AND EXISTS (SELECT 1 FROM organization_memberships om"
+    "   WHERE om.organization_id = m.organization_id AND om.user_id = $2"
+    "   AND om.membership_status = 'active')"
+    " FROM mentorships m WHERE m.id = $1";
+
+static void on_mentorship(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    caller_t *c = context_caller(req);
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+        return;
+    }
+    const char *participant = db_get(r, 0, 1);
+    bool allowed = (participant && participant[0] == 't') ||
+                   role_at_least(c->global_role, ROLE_PLATFORM_ADMIN);
+    if (!allowed) {
+        http_reply_error(req, 403, "FORBIDDEN", "Not a participant of this mentorship");
+        return;
+    }
+    streams_open(req, STREAM_MENTORSHIP, c->user_id, c->session_id, req->params[0], db_get(r, 0, 0));
+}
+
+static void mentorship_events(http_req_t *req)
+{
+    const char *id = req->params[0];
+    if (!ids_is_uuid(id)) {
+        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+        return;
+    }
+    caller_t *c = context_caller(req);
+    const char *params[] = {id, c->user_id};
+    db_req_query(req, SQL_MENTORSHIP_ACCESS, 2, params, on_mentorship);
+}
+
+static void user_events(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    streams_open(req, STREAM_USER, c->user_id, c->session_id, NULL, NULL);
+}
+
+static const route_t event_routes[] = {
+    {HTTP_M_GET, "/api/events/mentorships/:mentorshipId/events", mentorship_events, AUTH_SESSION,
+     ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_GET, "/api/events/users/me/events", user_events, AUTH_SESSION, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+};
+
+void routes_events_register(void)
+{
+    router_add(event_routes, sizeof(event_routes) / sizeof(event_routes[0]));
+}

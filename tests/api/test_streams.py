@@ -1,0 +1,186 @@
+"""Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
+fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+from helpers import Client, SSEStream, assert_error, psql, redis_cli, sign_up
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def publish(channel, event, data, event_id="1-test-1"):
+    msg = json.dumps({"id": event_id, "event": event, "data": data}, separators=(",", ":"))
+    return int(redis_cli("PUBLISH", channel, msg))
+
+
+def raw_stream_head(client, path):
+    """Reads the first bytes of a stream with a raw socket, to check the exact framing."""
+    url = client.base_url.replace("http://", "")
+    host, port = url.split(":")
+    s = socket.create_connection((host, int(port)), timeout=5)
+    cookie = "auth.session_token=%s" % client.session_token
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nCookie: %s\r\n\r\n" % (path, cookie)).encode())
+    data = b""
+    while b"retry: 3000\n\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return s, data.decode()
+
+
+def test_user_stream_headers_and_first_frame():
+    c, _ = sign_up()
+    s, head = raw_stream_head(c, "/api/events/users/me/events")
+    try:
+        status, _, rest = head.partition("\r\n")
+        assert status == "HTTP/1.1 200 OK"
+        headers, _, body = rest.partition("\r\n\r\n")
+        hl = headers.lower()
+        assert "content-type: text/event-stream" in hl
+        assert "cache-control: no-cache" in hl
+        assert "x-accel-buffering: no" in hl
+        assert "content-length" not in hl
+        assert body == "retry: 3000\n\n"
+    finally:
+        s.close()
+
+
+def test_user_stream_needs_session():
+    assert_error(Client().get("/api/events/users/me/events"), 401, "UNAUTHENTICATED")
+
+
+def test_user_stream_delivers_its_events_only():
+    a, ua = sign_up()
+    b, ub = sign_up()
+    with SSEStream(a, "/api/events/users/me/events") as sa, \
+            SSEStream(b, "/api/events/users/me/events") as sb:
+        assert sa.status == 200 and sb.status == 200
+        time.sleep(0.2)
+        assert publish("user:%s" % ua["id"], "chat-message", {"id": "m1", "body": "hi"}, "7-x-1") >= 1
+        ev = sa.next("chat-message")
+        assert ev["data"] == {"id": "m1", "body": "hi"} and ev["id"] == "7-x-1"
+        sb.no_event("chat-message", wait=0.5)
+
+
+def test_stream_closes_on_sign_out_of_its_session_only():
+    c, u = sign_up()
+    other = Client()
+    other.post_json("/api/auth/sign-in/email", {"email": u["email"], "password": u["password"]})
+    with SSEStream(c, "/api/events/users/me/events") as s1, \
+            SSEStream(other, "/api/events/users/me/events") as s2:
+        time.sleep(0.2)
+        c.post_json("/api/auth/sign-out")
+        with pytest.raises(AssertionError, match="ended"):
+            s1.next(timeout=5)
+        # The other session's stream stays open and keeps receiving.
+        publish("user:%s" % u["id"], "session-update", {"action": "updated", "mentorshipId": "x"})
+        assert s2.next("session-update")["data"]["action"] == "updated"
+
+
+def test_stream_closes_when_user_becomes_inactive():
+    c, u = sign_up()
+    with SSEStream(c, "/api/events/users/me/events") as s:
+        time.sleep(0.2)
+        psql("UPDATE users SET status = 'suspended' WHERE id = :'id'", id=u["id"])
+        redis_cli("PUBLISH", "user:%s:control" % u["id"], '{"type":"user-inactive"}')
+        with pytest.raises(AssertionError, match="ended"):
+            s.next(timeout=5)
+    assert_error(c.get("/api/events/users/me/events"), 401)
+
+
+def test_stream_keeps_user_online(psql_value):
+    c, u = sign_up()
+    with SSEStream(c, "/api/events/users/me/events"):
+        time.sleep(0.2)
+        assert redis_cli("EXISTS", "presence:%s" % u["id"]) == "1"
+        assert redis_cli("GET", "lastseen:%s" % u["id"]).isdigit()
+
+
+def test_mentorship_stream_unknown_is_404():
+    c, _ = sign_up()
+    assert_error(c.get("/api/events/mentorships/not-a-uuid/events"), 404)
+    assert_error(c.get("/api/events/mentorships/0b8a4d1e-2f6c-4c7e-9a55-1d2e3f405162/events"), 404)
+
+
+@pytest.mark.timeout(60)
+def test_ping_every_25_seconds():
+    c, _ = sign_up()
+    with SSEStream(c, "/api/events/users/me/events") as s:
+        start = time.monotonic()
+        first = s.next("ping", timeout=30)
+        t1 = time.monotonic() - start
+        assert 23 <= t1 <= 27, t1
+        assert first["id"]
+        second = s.next("ping", timeout=30)
+        t2 = time.monotonic() - start
+        assert 24 <= t2 - t1 <= 26, t2 - t1
+        assert second["id"] != first["id"]
+
+
+def free_port():
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """A second coachd with WORKERS=2 on the same database and Redis."""
+    port = free_port()
+    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", WORKERS="2")
+    binary = os.environ.get("COACHD_BIN", os.path.join(ROOT, "build", "coachd"))
+    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            requests.get(base + "/api/auth/session", timeout=1)
+            break
+        except requests.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise AssertionError("coachd with two workers did not start")
+            time.sleep(0.1)
+    yield base
+    proc.terminate()
+    assert proc.wait(timeout=15) == 0
+
+
+def worker_of(response):
+    """The worker's pid is the first half of X-Request-Id."""
+    return response.headers["X-Request-Id"][:8]
+
+
+def test_streams_on_every_worker_get_events(two_workers):
+    c, u = sign_up()
+    c.base_url = two_workers
+    streams, workers = [], set()
+    try:
+        for _ in range(12):
+            s = SSEStream(Client(base_url=two_workers), "/api/events/users/me/events",
+                          cookies={"auth.session_token": c.session_token})
+            assert s.status == 200
+            streams.append(s)
+            workers.add(worker_of(s.response))
+        assert len(workers) == 2, "SO_REUSEPORT should spread 12 connections over both workers"
+        time.sleep(0.3)
+        publish("user:%s" % u["id"], "chat-message", {"n": 1})
+        for s in streams:
+            assert s.next("chat-message")["data"] == {"n": 1}
+        # A sign-out answered by either worker closes the streams on both.
+        r = c.post("/api/auth/sign-out")
+        assert r.status_code == 200
+        for s in streams:
+            with pytest.raises(AssertionError, match="ended"):
+                s.next(timeout=5)
+    finally:
+        for s in streams:
+            s.close()
