@@ -484,6 +484,9 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
     char *head = build_head(req, status, ctype, HEAD_STREAM, &hlen);
     c->state = CONN_STREAMING;
     uv_timer_stop(&c->timer);
+    /* Anything a client pipelines after a stream request is never answered. */
+    buf_free(&c->in);
+    c->in_off = 0;
     uv_buf_t b = uv_buf_init(head, (unsigned)hlen);
     conn_write(c, &b, 1, NULL, false);
     /* Keep reading (into a small buffer) to notice the client going away. */
@@ -934,9 +937,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
 {
     (void)suggested;
     http_conn_t *c = container_of((uv_tcp_t *)h, http_conn_t, tcp);
-    /* Streams only need to notice EOF; give them a small buffer. */
-    size_t want = c->state == CONN_STREAMING ? 256 : READ_CHUNK;
-    buf_reserve(&c->in, want);
+    if (c->state == CONN_STREAMING) {
+        /* Streams only need to notice EOF and drop what arrives: one shared scratch buffer
+         * serves them all, so an idle stream owns no input memory. */
+        static char scratch[512];
+        *out = uv_buf_init(scratch, sizeof(scratch));
+        return;
+    }
+    buf_reserve(&c->in, READ_CHUNK);
     *out = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
 }
 
@@ -949,13 +957,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         return;
     }
     if (nread == 0) return;
+    if (c->state == CONN_STREAMING) return; /* nothing is expected from an SSE client */
     c->in.len += (size_t)nread;
     c->in.data[c->in.len] = '\0';
-    if (c->state == CONN_STREAMING) {
-        /* Nothing is expected from an SSE client; drop what it sends. */
-        c->in.len = 0;
-        return;
-    }
     if (c->state == CONN_IDLE) conn_arm(c, HEAD_TIMEOUT_MS);
     conn_process(c);
 }

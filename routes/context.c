@@ -51,6 +51,25 @@ static void on_refreshed(db_result_t *r, void *data)
     if (!r->ok) log_warn("session refresh failed: %s", r->error ? r->error : "?");
 }
 
+/* Concurrent requests of one session would all see it due for a refresh until the first UPDATE
+ * commits; a small direct-mapped memory of recent refreshes sends one UPDATE per session and
+ * minute from this worker. */
+static bool refresh_due(const char *session_id)
+{
+    static struct {
+        char id[40];
+        uint64_t at;
+    } recent[1024];
+    uint32_t h = 2166136261u;
+    for (const char *p = session_id; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+    uint64_t now = uv_now(http_loop());
+    size_t i = h % 1024;
+    if (strcmp(recent[i].id, session_id) == 0 && now - recent[i].at < 60000) return false;
+    snprintf(recent[i].id, sizeof(recent[i].id), "%s", session_id);
+    recent[i].at = now;
+    return true;
+}
+
 typedef struct guard_state {
     http_req_cb next;
     const char *org_header;
@@ -219,7 +238,7 @@ static void on_caller(http_req_t *req, db_result_t *r)
     req->caller = (struct caller *)c;
 
     const char *refresh = db_get(r, 0, 2);
-    if (refresh && refresh[0] == 't' && c->token) {
+    if (refresh && refresh[0] == 't' && c->token && refresh_due(c->session_id)) {
         const char *params[] = {c->session_id};
         db_query(SQL_REFRESH, 1, params, on_refreshed, NULL);
         cookie_set_session(req, c->token);
