@@ -449,3 +449,20 @@ def test_global_user_accepts_invite():
     assert psql_value("SELECT role_in_organization FROM organization_memberships"
                       " WHERE organization_id = :'o' AND user_id = :'u'",
                       o=org.id, u=u["id"]) == "OrganizationAdmin"
+
+
+def test_concurrent_creates_make_one_invite(org):
+    from concurrent.futures import ThreadPoolExecutor
+    email = unique_email("race")
+    clients = [Client() for _ in range(6)]
+    for c in clients:
+        c.cookies.set("auth.session_token", org.clients["OrganizationAdmin"].session_token)
+
+    def post(c):
+        return c.post("/api/organizations/%s/invites" % org.id,
+                      json={"email": email, "roleInOrganization": "Coach"}).status_code
+
+    with ThreadPoolExecutor(len(clients)) as ex:
+        codes = sorted(ex.map(post, clients))
+    assert codes == [200] * 5 + [201], codes
+    assert psql_value("SELECT count(*) FROM invites WHERE email = :'e'", e=email) == "1"
