@@ -1,6 +1,610 @@
-/* Placeholder: filled in by the organizations issue. */
+/*
+ * Invites: the organization's side (GET / POST /api/organizations/:id/invites) and the
+ * invitee's side under /api/invites (token resolution, the legacy accept that creates the
+ * account, the caller's pending list, accept and decline).
+ *
+ * Tokens are random (new_token) and only their hash is stored; a resend replaces the hash, so
+ * the previous link stops resolving. `expired` is computed on read (pending past expiresAt); the
+ * create path also persists it for the one invite it replaces. Every write is one statement:
+ * the invite row and its outbox mail, or the account, membership, current organization and
+ * invite status together, so a request commits whole or not at all.
+ */
+#include <string.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/offload.h"
+#include "core/random.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/mail_templates.h"
+#include "domain/password.h"
+#include "domain/roles.h"
+#include "routes/common.h"
+#include "routes/context.h"
 #include "routes/routes.h"
+#include "rt/outbox.h"
+
+#define INVITE_DAYS_DEFAULT 7
+#define INVITE_DAYS_MIN 1
+#define INVITE_DAYS_MAX 30
+
+typedef struct invite_state {
+    const char *org_id;
+    const char *email;
+    role_t role;
+    int days;
+    const char *lang; /* body preferredLanguage, else Accept-Language, else en */
+    /* create: the write statement's parameters, kept for one retry after a unique race */
+    const char *params[11];
+    bool retried;
+    /* legacy accept */
+    const char *token;
+    char token_h[TOKEN_HASH_LEN + 1];
+    const char *first, *last, *password, *given_email;
+    char hash[PASSWORD_ENCODED_MAX];
+    int rc;
+} invite_state_t;
+
+static void list_on_done(http_req_t *req, db_result_t *r);
+static void create_on_context(http_req_t *req, db_result_t *r);
+static void create_on_written(http_req_t *req, db_result_t *r);
+static void resolve_on_done(http_req_t *req, db_result_t *r);
+static void accept_on_check(http_req_t *req, db_result_t *r);
+static void accept_limited(http_req_t *req);
+static void accept_on_hashed(http_req_t *req, void *data);
+static void accept_on_written(http_req_t *req, db_result_t *r);
+static void my_pending_on_done(http_req_t *req, db_result_t *r);
+static void respond_on_done(http_req_t *req, db_result_t *r);
+
+/* ---- SQL ---- */
+
+/* Pending, unexpired invites of an organization (column 0), with what the caller's access
+ * depends on: whether the organization exists and the caller's active role in it. $3: caller may
+ * see every role (global caller or OrganizationAdmin); else only Coach and Teacher invites. */
+static const char SQL_LIST[] =
+    "WITH m AS (SELECT role_in_organization AS r FROM organization_memberships"
+    "   WHERE organization_id = $1 AND user_id = $2 AND membership_status = 'active'),"
+    " l AS (SELECT i.* FROM invites i WHERE i.organization_id = $1 AND i.status = 'pending'"
+    "   AND i.expires_at > now() AND ($3::boolean OR (SELECT r FROM m) = 'OrganizationAdmin'"
+    "   OR i.role_in_organization IN ('Coach', 'Teacher')))"
+    " SELECT json_build_object('data', COALESCE(json_agg(json_build_object('id', l.id,"
+    "   'email', l.email, 'organizationId', l.organization_id,"
+    "   'roleInOrganization', l.role_in_organization, 'status', l.status,"
+    "   'expiresAt', iso(l.expires_at), 'createdAt', iso(l.created_at))"
+    "   ORDER BY l.created_at DESC, l.id), '[]'::json),"
+    "   'meta', json_build_object('total_count', count(*))),"
+    "   EXISTS (SELECT 1 FROM organizations WHERE id = $1), (SELECT r FROM m)"
+    " FROM l";
+
+/* What creating an invite needs to know first: the organization (name for the mail), the
+ * caller's active role there, the invitee's preferred language (when they have an account) and
+ * the role of a live pending invite for that address. */
+static const char SQL_CREATE_CONTEXT[] =
+    "SELECT (SELECT name FROM organizations WHERE id = $1),"
+    " (SELECT role_in_organization FROM organization_memberships WHERE organization_id = $1"
+    "   AND user_id = $2 AND membership_status = 'active'),"
+    " (SELECT preferred_language FROM users WHERE email = $3),"
+    " (SELECT role_in_organization FROM invites WHERE organization_id = $1 AND email = $3"
+    "   AND status = 'pending' AND expires_at > now())";
+
+/* Creates the invite, or refreshes the live pending one (new token, role, expiry, inviter), and
+ * queues its mail. A pending invite already past its expiry is marked `expired` first (the
+ * scalar subquery over `gone` makes that update run before the insert, so the partial unique
+ * index sees the old row as no longer pending) and a new invite is created. */
+static const char SQL_CREATE[] =
+    "WITH gone AS (UPDATE invites SET status = 'expired', updated_at = now()"
+    "   WHERE organization_id = $1 AND email = $2 AND status = 'pending' AND expires_at <= now()"
+    "   RETURNING id),"
+    " prev AS (SELECT id FROM invites WHERE organization_id = $1 AND email = $2"
+    "   AND status = 'pending' AND expires_at > now() FOR UPDATE),"
+    " upd AS (UPDATE invites SET token_hash = $5, role_in_organization = $3,"
+    "   expires_at = now() + make_interval(days => $4::int), invited_by = $6, updated_at = now()"
+    "   WHERE id IN (SELECT id FROM prev)"
+    "   RETURNING id, organization_id, email, role_in_organization, status, expires_at,"
+    "   created_at, false AS created),"
+    " ins AS (INSERT INTO invites (id, organization_id, email, role_in_organization, token_hash,"
+    "   invited_by, expires_at)"
+    "   SELECT $7, $1, $2, $3, $5, $6, now() + make_interval(days => $4::int)"
+    "   WHERE NOT EXISTS (SELECT 1 FROM prev) AND (SELECT count(*) FROM gone) >= 0"
+    "   RETURNING id, organization_id, email, role_in_organization, status, expires_at,"
+    "   created_at, true AS created),"
+    " i AS (SELECT * FROM upd UNION ALL SELECT * FROM ins),"
+    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
+    "   'subject', $8::text, 'text', $9::text, 'html', $10::text) FROM i)"
+    " SELECT created, jsonb_build_object('data', jsonb_build_object('id', id,"
+    "   'organizationId', organization_id, 'email', email,"
+    "   'roleInOrganization', role_in_organization, 'status', status,"
+    "   'expiresAt', iso(expires_at), 'createdAt', iso(created_at))"
+    "   || CASE WHEN $11::text IS NULL THEN '{}'::jsonb"
+    "      ELSE jsonb_build_object('inviteToken', $11::text) END)"
+    " FROM i";
+
+static const char SQL_RESOLVE[] =
+    "SELECT json_build_object('data', json_build_object('email', i.email,"
+    "   'roleInOrganization', i.role_in_organization, 'organizationName', o.name,"
+    "   'status', CASE WHEN i.status = 'pending' AND i.expires_at <= now() THEN 'expired'"
+    "     ELSE i.status END,"
+    "   'expiresAt', iso(i.expires_at),"
+    "   'isAvailable', i.status = 'pending' AND i.expires_at > now(),"
+    "   'hasAccount', EXISTS (SELECT 1 FROM users u WHERE u.email = i.email)))"
+    " FROM invites i JOIN organizations o ON o.id = i.organization_id WHERE i.token_hash = $1";
+
+static const char SQL_ACCEPT_CHECK[] = "SELECT i.email, i.status, i.expires_at > now(),"
+                                       " EXISTS (SELECT 1 FROM users u WHERE u.email = i.email)"
+                                       " FROM invites i WHERE i.token_hash = $1";
+
+/* The legacy accept: account, credential, membership and invite status in one statement. The
+ * new user starts with the organization as current organization; following the invite link
+ * proves the mailbox, so the email counts as verified. Column 0: whether the invite was still
+ * acceptable; column 1: the response, NULL when the email got taken meanwhile. */
+static const char SQL_ACCEPT[] =
+    "WITH i AS (SELECT id, organization_id, email, role_in_organization FROM invites"
+    "   WHERE token_hash = $1 AND status = 'pending' AND expires_at > now() FOR UPDATE),"
+    " u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language,"
+    "   email_verified, current_organization_id)"
+    "   SELECT $2, email, $3, $4, $5, true, organization_id FROM i"
+    "   ON CONFLICT (email) DO NOTHING RETURNING id, email),"
+    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
+    " m AS (INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)"
+    "   SELECT i.organization_id, u.id, i.role_in_organization FROM i, u),"
+    " x AS (UPDATE invites SET status = 'accepted', accepted_at = now(), updated_at = now()"
+    "   WHERE id IN (SELECT id FROM i) AND EXISTS (SELECT 1 FROM u))"
+    " SELECT EXISTS (SELECT 1 FROM i),"
+    "   (SELECT json_build_object('data', json_build_object('userId', u.id, 'email', u.email,"
+    "   'organizationId', i.organization_id, 'roleInOrganization', i.role_in_organization))"
+    "   FROM i, u)";
+
+static const char SQL_MY_PENDING[] =
+    "SELECT json_build_object('data', COALESCE(json_agg(json_build_object('id', i.id,"
+    "   'email', i.email, 'organizationId', i.organization_id, 'organizationName', o.name,"
+    "   'roleInOrganization', i.role_in_organization, 'status', i.status,"
+    "   'expiresAt', iso(i.expires_at), 'createdAt', iso(i.created_at))"
+    "   ORDER BY i.created_at, i.id), '[]'::json),"
+    "   'meta', json_build_object('total_count', count(*)))"
+    " FROM invites i JOIN organizations o ON o.id = i.organization_id"
+    " WHERE i.email = $1 AND i.status = 'pending' AND i.expires_at > now()";
+
+/* Accept by id ($1 invite, $2 caller email, $3 caller id): the membership is created, or
+ * reactivated with the invite's role when the caller already has one; the organization becomes
+ * the current one when the caller has none. Column 0 names the outcome. */
+static const char SQL_ACCEPT_ID[] =
+    "WITH i AS (SELECT id, organization_id, email, role_in_organization, status, expires_at"
+    "   FROM invites WHERE id = $1 FOR UPDATE),"
+    " ok AS (SELECT * FROM i WHERE email = $2 AND status = 'pending' AND expires_at > now()),"
+    " m AS (INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)"
+    "   SELECT organization_id, $3, role_in_organization FROM ok"
+    "   ON CONFLICT (organization_id, user_id) DO UPDATE"
+    "   SET role_in_organization = EXCLUDED.role_in_organization, membership_status = 'active',"
+    "   updated_at = now() RETURNING organization_id),"
+    " cu AS (UPDATE users SET current_organization_id = (SELECT organization_id FROM m),"
+    "   updated_at = now()"
+    "   WHERE id = $3 AND current_organization_id IS NULL AND EXISTS (SELECT 1 FROM m)),"
+    " x AS (UPDATE invites SET status = 'accepted', accepted_at = now(), updated_at = now()"
+    "   WHERE id IN (SELECT id FROM ok)"
+    "   RETURNING id, organization_id, role_in_organization, status)"
+    " SELECT CASE WHEN i.id IS NULL THEN 'not_found' WHEN i.email <> $2 THEN 'forbidden'"
+    "   WHEN i.status <> 'pending' THEN 'not_pending' WHEN i.expires_at <= now() THEN 'expired'"
+    "   ELSE 'ok' END,"
+    "   (SELECT json_build_object('data', json_build_object('id', x.id,"
+    "   'organizationId', x.organization_id, 'roleInOrganization', x.role_in_organization,"
+    "   'status', x.status)) FROM x)"
+    " FROM (SELECT 1) AS one LEFT JOIN i ON true";
+
+static const char SQL_DECLINE_ID[] =
+    "WITH i AS (SELECT id, organization_id, email, role_in_organization, status, expires_at"
+    "   FROM invites WHERE id = $1 FOR UPDATE),"
+    " x AS (UPDATE invites SET status = 'revoked', updated_at = now()"
+    "   WHERE id IN (SELECT id FROM i WHERE email = $2 AND status = 'pending'"
+    "   AND expires_at > now())"
+    "   RETURNING id, organization_id, role_in_organization, status)"
+    " SELECT CASE WHEN i.id IS NULL THEN 'not_found' WHEN i.email <> $2 THEN 'forbidden'"
+    "   WHEN i.status <> 'pending' THEN 'not_pending' WHEN i.expires_at <= now() THEN 'expired'"
+    "   ELSE 'ok' END,"
+    "   (SELECT json_build_object('data', json_build_object('id', x.id,"
+    "   'organizationId', x.organization_id, 'roleInOrganization', x.role_in_organization,"
+    "   'status', x.status)) FROM x)"
+    " FROM (SELECT 1) AS one LEFT JOIN i ON true";
+
+/* ---- shared ---- */
+
+/* The organization id of the path, or NULL after replying 400. */
+static const char *org_param_or_reply(http_req_t *req)
+{
+    const char *id = http_req_param(req, 0);
+    if (!id || !ids_is_uuid(id)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Organization id must be a UUID");
+        return NULL;
+    }
+    return id;
+}
+
+/* The caller's role for the organization of the path: the global role, or the active
+ * membership's role. Replies (404 for a global caller when the organization does not exist,
+ * 403 when the role is below Manager or the caller is not a member) and returns ROLE_NONE when
+ * access is refused. */
+static role_t org_role_or_reply(http_req_t *req, bool org_exists, const char *member_role)
+{
+    caller_t *c = context_caller(req);
+    if (c->global_role != ROLE_NONE) {
+        if (!org_exists) {
+            http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+            return ROLE_NONE;
+        }
+        return c->global_role;
+    }
+    role_t r = member_role ? role_parse(member_role) : ROLE_NONE;
+    if (r == ROLE_NONE) {
+        http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
+        return ROLE_NONE;
+    }
+    if (!role_at_least(r, ROLE_MANAGER)) {
+        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow managing invites");
+        return ROLE_NONE;
+    }
+    return r;
+}
+
+/* Manager may grant Coach and Teacher only; OrganizationAdmin and the global roles any role. */
+static bool may_grant(role_t caller_role, role_t granted)
+{
+    if (role_at_least(caller_role, ROLE_ORG_ADMIN)) return true;
+    return caller_role == ROLE_MANAGER && (granted == ROLE_COACH || granted == ROLE_TEACHER);
+}
+
+static void reply_invalid(http_req_t *req, const char *field, const char *message)
+{
+    verr_t v = {0};
+    verr_add(&v, field, message);
+    verr_reply(req, &v);
+}
+
+/* The invite link of the frontend (never built from the Host header). */
+static const char *invite_link(http_req_t *req, const char *token)
+{
+    return arena_printf(&req->arena, "%s/invite?token=%s", cfg.frontend_url, token);
+}
+
+/* ---- GET /api/organizations/:id/invites ---- */
+
+static void list_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *exists = db_get(r, 0, 1);
+    if (org_role_or_reply(req, exists && exists[0] == 't', db_get(r, 0, 2)) == ROLE_NONE) return;
+    reply_db_json(req, 200, r);
+}
+
+static void list_invites(http_req_t *req)
+{
+    const char *org_id = org_param_or_reply(req);
+    if (!org_id) return;
+    caller_t *c = context_caller(req);
+    const char *params[] = {org_id, c->user_id, c->global_role != ROLE_NONE ? "true" : "false"};
+    db_req_query(req, SQL_LIST, 3, params, list_on_done);
+}
+
+/* ---- POST /api/organizations/:id/invites ---- */
+
+/* Replies with the JSON document PostgreSQL rendered in column `col` of row 0. */
+static void reply_col_json(http_req_t *req, int status, const db_result_t *r, int col)
+{
+    const char *json = db_get(r, 0, col);
+    if (!json) {
+        http_reply_error(req, 500, "INTERNAL", "Internal error");
+        return;
+    }
+    http_reply_jsonn(req, status, json, db_getlen(r, 0, col));
+}
+
+static void create_on_written(http_req_t *req, db_result_t *r)
+{
+    invite_state_t *st = req->data;
+    if (!r->ok && r->sqlstate && strcmp(r->sqlstate, "23505") == 0 && !st->retried) {
+        /* Another request created the pending invite for this address between our snapshot and
+         * the insert; run again, which now finds it and refreshes it. */
+        st->retried = true;
+        db_req_query(req, SQL_CREATE, 11, st->params, create_on_written);
+        return;
+    }
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) != 1) {
+        http_reply_error(req, 500, "INTERNAL", "The invite could not be saved");
+        return;
+    }
+    outbox_kick();
+    const char *created = db_get(r, 0, 0);
+    reply_col_json(req, created && created[0] == 't' ? 201 : 200, r, 1);
+}
+
+static void create_on_context(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    invite_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    const char *org_name = db_get(r, 0, 0);
+    role_t caller_role = org_role_or_reply(req, org_name != NULL, db_get(r, 0, 1));
+    if (caller_role == ROLE_NONE) return;
+    const char *live_role = db_get(r, 0, 3);
+    if (!may_grant(caller_role, st->role) ||
+        (live_role && !may_grant(caller_role, role_parse(live_role)))) {
+        http_reply_error(req, 403, "FORBIDDEN", "Your role may invite only Coach and Teacher");
+        return;
+    }
+    /* The invitee's own language wins when they already have an account. */
+    const char *profile_lang = db_get(r, 0, 2);
+    const char *lang = profile_lang ? arena_strdup(&req->arena, profile_lang) : st->lang;
+
+    char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
+    new_uuid(id);
+    new_token(token, token_h);
+    mail_msg_t m = {0};
+    if (mail_render_invite(lang, invite_link(req, token), org_name, st->role,
+                           c->display_name && *c->display_name ? c->display_name : NULL, &m) != 0) {
+        http_reply_error(req, 500, "INTERNAL", "The invite could not be created");
+        return;
+    }
+    const char **p = st->params;
+    p[0] = st->org_id;
+    p[1] = st->email;
+    p[2] = role_name(st->role);
+    p[3] = arena_printf(&req->arena, "%d", st->days);
+    p[4] = arena_strdup(&req->arena, token_h);
+    p[5] = c->user_id;
+    p[6] = arena_strdup(&req->arena, id);
+    p[7] = arena_strdup(&req->arena, m.subject);
+    p[8] = arena_strdup(&req->arena, m.text);
+    p[9] = arena_strdup(&req->arena, m.html);
+    p[10] = cfg.production ? NULL : arena_strdup(&req->arena, token);
+    mail_msg_free(&m);
+    db_req_query(req, SQL_CREATE, 11, st->params, create_on_written);
+}
+
+/* expiresInDays: an integer 1..30, default 7. */
+static int field_days(json_t *body, verr_t *v)
+{
+    json_t *j = json_object_get(body, "expiresInDays");
+    if (!j || json_is_null(j)) return INVITE_DAYS_DEFAULT;
+    if (!json_is_integer(j) || json_integer_value(j) < INVITE_DAYS_MIN ||
+        json_integer_value(j) > INVITE_DAYS_MAX) {
+        verr_add(v, "expiresInDays", "must be an integer from 1 to 30");
+        return 0;
+    }
+    return (int)json_integer_value(j);
+}
+
+/* roleInOrganization: one of the four organization roles (required). */
+static role_t field_org_role(http_req_t *req, json_t *body, const char *key, verr_t *v)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, true, 1, 64, false);
+    if (!s || v->n != before) return ROLE_NONE;
+    role_t r = role_parse(s);
+    if (!role_is_org_role(r)) {
+        verr_add(v, key, "must be one of OrganizationAdmin, Manager, Coach, Teacher");
+        return ROLE_NONE;
+    }
+    return r;
+}
+
+static void create_invite(http_req_t *req)
+{
+    const char *org_id = org_param_or_reply(req);
+    if (!org_id) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    invite_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->org_id = org_id;
+    st->email = field_email(req, body, "email", &v, true);
+    st->role = field_org_role(req, body, "roleInOrganization", &v);
+    st->days = field_days(body, &v);
+    const char *lang = field_lang(req, body, "preferredLanguage", &v);
+    if (verr_reply(req, &v)) return;
+    st->lang = resolve_lang(req, lang);
+    req->data = st;
+    caller_t *c = context_caller(req);
+    const char *params[] = {org_id, c->user_id, st->email};
+    db_req_query(req, SQL_CREATE_CONTEXT, 3, params, create_on_context);
+}
+
+/* ---- GET /api/invites/:token ---- */
+
+static void resolve_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
+        return;
+    }
+    reply_db_json(req, 200, r);
+}
+
+static void resolve_token(http_req_t *req)
+{
+    const char *token = http_req_param(req, 0);
+    if (!token || !token_is_wellformed(token)) {
+        http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
+        return;
+    }
+    char th[TOKEN_HASH_LEN + 1];
+    token_hash(token, th);
+    const char *params[] = {th};
+    db_req_query(req, SQL_RESOLVE, 1, params, resolve_on_done);
+}
+
+/* ---- POST /api/invites/accept (legacy: creates the account) ---- */
+
+static void accept_on_written(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *still = db_get(r, 0, 0);
+    if (!still || still[0] != 't') {
+        reply_invalid(req, "token", "The invite is no longer available");
+        return;
+    }
+    if (db_isnull(r, 0, 1)) {
+        http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
+        return;
+    }
+    reply_col_json(req, 200, r, 1);
+}
+
+static void accept_on_hashed(http_req_t *req, void *data)
+{
+    invite_state_t *st = data;
+    if (st->rc != 0) {
+        http_reply_error(req, 500, "INTERNAL", "Could not create the account");
+        return;
+    }
+    char user_id[IDS_CUID_LEN + 1];
+    new_cuid(user_id);
+    const char *params[] = {st->token_h, user_id, st->first, st->last, st->lang, st->hash};
+    db_req_query(req, SQL_ACCEPT, 6, params, accept_on_written);
+}
+
+static void hash_work(void *data)
+{
+    invite_state_t *st = data;
+    uint8_t salt[PASSWORD_SALT_LEN];
+    random_bytes(salt, sizeof(salt));
+    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+}
+
+static void accept_on_check(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    invite_state_t *st = req->data;
+    if (db_nrows(r) == 0) {
+        reply_invalid(req, "token", "Invalid invite token");
+        return;
+    }
+    const char *email = db_get(r, 0, 0);
+    const char *status = db_get(r, 0, 1);
+    const char *live = db_get(r, 0, 2);
+    const char *has_account = db_get(r, 0, 3);
+    if (!status || strcmp(status, "pending") != 0) {
+        reply_invalid(req, "token", "The invite is no longer available");
+        return;
+    }
+    if (!live || live[0] != 't') {
+        reply_invalid(req, "token", "The invite has expired");
+        return;
+    }
+    if (st->given_email && (!email || strcmp(st->given_email, email) != 0)) {
+        reply_invalid(req, "email", "does not match the invited email address");
+        return;
+    }
+    if (has_account && has_account[0] == 't') {
+        http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
+        return;
+    }
+    offload_run(req, hash_work, accept_on_hashed, st);
+}
+
+static void accept_limited(http_req_t *req)
+{
+    invite_state_t *st = req->data;
+    const char *params[] = {st->token_h};
+    db_req_query(req, SQL_ACCEPT_CHECK, 1, params, accept_on_check);
+}
+
+static void accept_with_token(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    invite_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->token = field_str(req, body, "token", &v, true, 1, TOKEN_MAX_LEN, true);
+    st->first = field_str(req, body, "firstName", &v, true, 1, 100, true);
+    st->last = field_str(req, body, "lastName", &v, true, 1, 100, true);
+    st->password = field_password(req, body, "password", &v, true);
+    /* Compared with the invite's address as sent (the spec's "exactly"); invites are stored
+     * lower-cased. */
+    st->given_email = field_str(req, body, "email", &v, false, 1, 320, false);
+    const char *lang = field_lang(req, body, "preferredLanguage", &v);
+    if (verr_reply(req, &v)) return;
+    if (!token_is_wellformed(st->token)) {
+        reply_invalid(req, "token", "Invalid invite token");
+        return;
+    }
+    token_hash(st->token, st->token_h);
+    st->lang = resolve_lang(req, lang);
+    req->data = st;
+    auth_limit_then(req, "invite-accept",
+                    st->given_email ? lower_ascii(req, st->given_email) : NULL, accept_limited);
+}
+
+/* ---- GET /api/invites/my-pending ---- */
+
+static void my_pending_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    reply_db_json(req, 200, r);
+}
+
+static void my_pending(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    const char *params[] = {c->email};
+    db_req_query(req, SQL_MY_PENDING, 1, params, my_pending_on_done);
+}
+
+/* ---- POST /api/invites/:id/accept and /decline ---- */
+
+static void respond_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *outcome = db_get(r, 0, 0);
+    if (!outcome || strcmp(outcome, "not_found") == 0)
+        http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
+    else if (strcmp(outcome, "forbidden") == 0)
+        http_reply_error(req, 403, "FORBIDDEN", "This invite is addressed to another email");
+    else if (strcmp(outcome, "not_pending") == 0)
+        http_reply_error(req, 400, "VALIDATION_ERROR", "The invite is not pending");
+    else if (strcmp(outcome, "expired") == 0)
+        http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
+    else
+        reply_col_json(req, 200, r, 1);
+}
+
+static void respond(http_req_t *req, const char *sql)
+{
+    const char *id = http_req_param(req, 0);
+    if (!id || !ids_is_uuid(id)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Invite id must be a UUID");
+        return;
+    }
+    caller_t *c = context_caller(req);
+    const char *params[] = {id, lower_ascii(req, c->email), c->user_id};
+    db_req_query(req, sql, sql == SQL_ACCEPT_ID ? 3 : 2, params, respond_on_done);
+}
+
+static void accept_by_id(http_req_t *req)
+{
+    respond(req, SQL_ACCEPT_ID);
+}
+
+static void decline_by_id(http_req_t *req)
+{
+    respond(req, SQL_DECLINE_ID);
+}
+
+static const route_t invite_routes[] = {
+    {HTTP_M_GET, "/api/organizations/:id/invites", list_invites, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/organizations/:id/invites", create_invite, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_GET, "/api/invites/my-pending", my_pending, AUTH_SESSION, ROLE_NONE, ROUTE_GATE_EXEMPT,
+     0},
+    {HTTP_M_GET, "/api/invites/:token", resolve_token, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/invites/accept", accept_with_token, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/invites/:id/accept", accept_by_id, AUTH_SESSION, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_POST, "/api/invites/:id/decline", decline_by_id, AUTH_SESSION, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+};
 
 void routes_invites_register(void)
 {
+    router_add(invite_routes, sizeof(invite_routes) / sizeof(invite_routes[0]));
 }

@@ -1,0 +1,89 @@
+"""Invites on a second coachd started with APP_ENV=production and a small auth limit: no
+inviteToken in the create response, and the invite-accept limiter. It shares the main
+server's database (organizations are made with SQL) and uses its own Redis database."""
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+from helpers import (DATABASE_URL, MAIL_DIR, PASSWORD, SESSION_COOKIE, Client, assert_error,
+                     psql, unique_email)
+from invite_orgs import make_sql_org
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prod_server():
+    port = free_port()
+    env = dict(os.environ)
+    redis_url = env["COACHD_REDIS_URL"].rsplit("/", 1)[0] + "/4"
+    base = "http://127.0.0.1:%d" % port
+    env.update(PORT=str(port), HOST="0.0.0.0", WORKERS="1", REDIS_URL=redis_url,
+               DATABASE_URL=DATABASE_URL, APP_ENV="production", CLIENT_KEY="k",
+               PUBLIC_URL=base, FRONTEND_URL="http://app.example", MAIL_DIR=MAIL_DIR,
+               TRUSTED_ORIGINS="http://app.example",
+               AUTH_RATE_LIMIT_POINTS="3", AUTH_RATE_LIMIT_DURATION="60")
+    subprocess.run(["redis-cli", "-u", redis_url, "FLUSHDB"], check=True, capture_output=True)
+    binary = os.environ.get("COACHD_BIN", os.path.join(ROOT, "build", "coachd"))
+    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            requests.get(base + "/api/auth/session", timeout=1)
+            break
+        except requests.ConnectionError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise AssertionError("production coachd did not start")
+            time.sleep(0.1)
+    yield base
+    proc.terminate()
+    assert proc.wait(timeout=15) == 0
+
+
+def test_production_hides_invite_token(prod_server):
+    org = make_sql_org(roles=("OrganizationAdmin",))
+    admin = org.clients["OrganizationAdmin"]
+    # The session cookie is Secure in production, so send it by hand over plain HTTP.
+    cookie = "%s=%s" % (SESSION_COOKIE, admin.session_token)
+    email = unique_email("prod")
+    r = requests.post(prod_server + "/api/organizations/%s/invites" % org.id,
+                      json={"email": email, "roleInOrganization": "Teacher"},
+                      headers={"Cookie": cookie}, timeout=15)
+    assert r.status_code == 201, r.text
+    d = r.json()["data"]
+    assert "inviteToken" not in d and d["status"] == "pending"
+    r = requests.post(prod_server + "/api/organizations/%s/invites" % org.id,
+                      json={"email": email, "roleInOrganization": "Teacher"},
+                      headers={"Cookie": cookie}, timeout=15)
+    assert r.status_code == 200 and "inviteToken" not in r.json()["data"]
+    # The queued mail (this server has no mail transport) carries the FRONTEND_URL link.
+    texts = [t for (t,) in psql("SELECT payload->>'text' FROM outbox WHERE payload->>'to' = :'e'"
+                                " ORDER BY id", e=email)]
+    assert len(texts) == 2
+    token = re.search(r"http://app\.example/invite\?token=([A-Za-z0-9_-]+)", texts[1]).group(1)
+    info = Client().get_json("/api/invites/%s" % token)["data"]
+    assert info["isAvailable"] is True and info["email"] == email
+
+
+def test_invite_accept_is_rate_limited(prod_server):
+    s = requests.Session()
+    body = {"token": "x" * 43, "firstName": "A", "lastName": "B", "password": PASSWORD,
+            "email": unique_email("limited")}
+    for _ in range(3):
+        assert_error(s.post(prod_server + "/api/invites/accept", json=body, timeout=15), 400)
+    r = s.post(prod_server + "/api/invites/accept", json=body, timeout=15)
+    assert_error(r, 429, "RATE_LIMITED")
+    assert r.headers.get("Retry-After")
