@@ -1,6 +1,100 @@
-/* Placeholder: filled in by the organizations issue. */
+/*
+ * Device push tokens (DECISIONS.md "Push notifications"): the caller registers or removes the
+ * token of one of their devices. A token belongs to one user at a time: registering a token
+ * that another account holds moves it to the caller (a shared device changed hands), so pushes
+ * never reach the previous account. Delivery itself lives in rt/push.c.
+ *
+ * Tokens are opaque: Expo's "ExponentPushToken[...]" is the usual form, but FCM / APNs tokens
+ * are accepted as well, as 1..255 visible ASCII characters. Both routes stay usable while the
+ * caller has pending invites (apps register the device right after sign-in).
+ */
+#include <string.h>
+
+#include "core/json.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "routes/common.h"
+#include "routes/context.h"
 #include "routes/routes.h"
+
+#define PUSH_TOKEN_MAX 255
+
+/* Column 0: response; 1: true when the row is new. A token registered again keeps its
+ * creation time unless it changes hands. */
+static const char SQL_REGISTER[] =
+    "INSERT INTO push_tokens AS p (token, user_id, platform) VALUES ($1, $2, $3)"
+    " ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id,"
+    "   platform = EXCLUDED.platform, updated_at = now(),"
+    "   created_at = CASE WHEN p.user_id = EXCLUDED.user_id THEN p.created_at ELSE now() END"
+    " RETURNING json_build_object('data', json_build_object('token', token,"
+    "   'platform', platform, 'createdAt', iso(created_at))), (xmax = 0)";
+
+static const char SQL_DELETE[] = "DELETE FROM push_tokens WHERE token = $1 AND user_id = $2";
+
+/* 1..255 visible ASCII characters (no spaces or controls). */
+static bool token_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > PUSH_TOKEN_MAX) return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) return false;
+    return true;
+}
+
+static void register_on_row(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *inserted = db_get(r, 0, 1);
+    reply_db_json(req, inserted && inserted[0] == 't' ? 201 : 200, r);
+}
+
+static void register_token(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    int before = v.n;
+    const char *token = field_str(req, body, "token", &v, true, 1, 4096, true);
+    if (token && v.n == before && !token_ok(token))
+        verr_add(&v, "token", "must be 1 to 255 visible ASCII characters");
+    before = v.n;
+    const char *platform = field_str(req, body, "platform", &v, true, 1, 16, true);
+    if (platform && v.n == before && strcmp(platform, "ios") != 0 &&
+        strcmp(platform, "android") != 0 && strcmp(platform, "web") != 0)
+        verr_add(&v, "platform", "must be ios, android or web");
+    if (verr_reply(req, &v)) return;
+    caller_t *c = context_caller(req);
+    const char *params[] = {token, c->user_id, platform};
+    db_req_query(req, SQL_REGISTER, 3, params, register_on_row);
+}
+
+static void delete_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *n = PQcmdTuples(r->pg);
+    if (!n || strcmp(n, "0") == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "Push token not found");
+        return;
+    }
+    http_reply_empty(req, 204);
+}
+
+static void delete_token(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    const char *token = http_req_param(req, 0);
+    const char *params[] = {token, c->user_id};
+    db_req_query(req, SQL_DELETE, 2, params, delete_on_done);
+}
+
+static const route_t push_token_routes[] = {
+    {HTTP_M_POST, "/api/users/me/push-tokens", register_token, AUTH_SESSION, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+    {HTTP_M_DELETE, "/api/users/me/push-tokens/:token", delete_token, AUTH_SESSION, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
+};
 
 void routes_push_tokens_register(void)
 {
+    router_add(push_token_routes, sizeof(push_token_routes) / sizeof(push_token_routes[0]));
 }
