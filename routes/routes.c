@@ -17,6 +17,8 @@ void routes_init(uv_loop_t *loop)
     routes_users_register();
     routes_me_register();
     routes_push_tokens_register();
+    routes_mentorships_register();
+    routes_sessions_register();
 }
 
 void routes_shutdown(void)
