@@ -2,10 +2,10 @@
 #include "routes/routes.h"
 
 #include "routes/context.h"
+#include "rt/sweeper.h"
 
 void routes_init(uv_loop_t *loop)
 {
-    (void)loop;
     context_init();
     routes_auth_register();
     routes_recovery_register();
@@ -19,8 +19,10 @@ void routes_init(uv_loop_t *loop)
     routes_push_tokens_register();
     routes_mentorships_register();
     routes_sessions_register();
+    sweeper_init(loop);
 }
 
 void routes_shutdown(void)
 {
+    sweeper_shutdown();
 }
