@@ -67,9 +67,11 @@ def make_mentorship(org, coach="Coach", teacher="Teacher", status="active", by="
     body = {"organizationId": org.id, "coachId": org.uid(coach), "teacherId": org.uid(teacher)}
     body.update(fields)
     m = org.client(by).post_json("/api/mentorships", body, expect=201)["data"]
-    if status != "pending":
+    steps = {"pending": [], "active": ["active"], "paused": ["active", "paused"],
+             "ended": ["ended"]}[status]
+    for step in steps:
         m = org.client("Manager").patch_json("/api/mentorships/%s" % m["id"],
-                                             {"status": status})["data"]
+                                             {"status": step})["data"]
     return m
 
 
