@@ -43,9 +43,9 @@ static void delete_mentorship(http_req_t *req);
 /* $1 org, $2 status, $3 coach, $4 teacher, $5 limit, $6 offset, $7 show notes. WHERE_ picks the
  * index: the organization for managers, the coach or teacher for participants. */
 #define SQL_M_LIST(WHERE_)                                                                         \
-    "WITH f AS NOT MATERIALIZED (SELECT m FROM mentorships m WHERE " WHERE_                        \
+    "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
     "   AND ($2::text IS NULL OR m.status = $2)),"                                                 \
-    " p AS (SELECT (f.m).* FROM f ORDER BY (f.m).created_at DESC, (f.m).id DESC"                   \
+    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC"                                     \
     "   LIMIT $5::int OFFSET $6::int)"                                                             \
     " SELECT json_build_object('data', COALESCE((SELECT json_agg(mentorship_full_json("            \
     "     p::mentorships, c, t, $7::boolean) ORDER BY p.created_at DESC, p.id DESC)"               \

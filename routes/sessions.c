@@ -71,11 +71,11 @@ static int64_t now_ms(void)
  * notes, $9 the participant. The from/to bounds are always present (infinite when unset) so
  * that the (organization_id, scheduled_at) index serves them in a generic plan too. */
 #define SQL_S_LIST(WHERE_)                                                                         \
-    "WITH f AS NOT MATERIALIZED (SELECT s FROM mentorship_sessions s WHERE " WHERE_                \
+    "WITH f AS NOT MATERIALIZED (SELECT s.* FROM mentorship_sessions s WHERE " WHERE_              \
     "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                              \
     "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                               \
     "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3)),"  \
-    " p AS (SELECT (f.s).* FROM f ORDER BY (f.s).scheduled_at, (f.s).id"                           \
+    " p AS (SELECT * FROM f ORDER BY scheduled_at, id"                                             \
     "   LIMIT $6::int OFFSET $7::int)"                                                             \
     " SELECT json_build_object('data', COALESCE((SELECT json_agg(session_full_json("               \
     "     p::mentorship_sessions, m, c, t, $8::boolean) ORDER BY p.scheduled_at, p.id)"            \

@@ -46,8 +46,8 @@ CREATE TABLE mentorship_sessions (
     CONSTRAINT mentorship_sessions_spacing
         EXCLUDE USING gist (mentorship_id WITH =, busy WITH &&) WHERE (status <> 'cancelled')
 );
-CREATE INDEX mentorship_sessions_mentorship_idx ON mentorship_sessions (mentorship_id, scheduled_at);
-CREATE INDEX mentorship_sessions_org_idx ON mentorship_sessions (organization_id, scheduled_at)
+CREATE INDEX mentorship_sessions_mentorship_idx ON mentorship_sessions (mentorship_id, scheduled_at, id);
+CREATE INDEX mentorship_sessions_org_idx ON mentorship_sessions (organization_id, scheduled_at, id)
     INCLUDE (status, mentorship_id);
 -- The missed-session sweeper looks only at open sessions.
 CREATE INDEX mentorship_sessions_open_idx ON mentorship_sessions (ends_at)
