@@ -3,6 +3,7 @@
 
 #include "routes/context.h"
 #include "rt/streams.h"
+#include "rt/sweeper.h"
 
 void routes_init(uv_loop_t *loop)
 {
@@ -19,9 +20,13 @@ void routes_init(uv_loop_t *loop)
     routes_me_register();
     routes_push_tokens_register();
     routes_events_register();
+    routes_mentorships_register();
+    routes_sessions_register();
+    sweeper_init(loop);
 }
 
 void routes_shutdown(void)
 {
     streams_shutdown();
+    sweeper_shutdown();
 }

@@ -1,0 +1,116 @@
+/* Shared helpers of the mentorship and session routes (see mentoring.h). */
+#include "routes/mentoring.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "domain/mail_templates.h"
+#include "domain/validate.h"
+#include "routes/common.h"
+#include "rt/events.h"
+
+const char SQL_MENTORING_QUEUE_NOTICES[] =
+    "WITH e AS (SELECT value AS n FROM jsonb_array_elements($1::jsonb)),"
+    " mm AS (INSERT INTO outbox (kind, payload) SELECT 'mail', n->'mail' FROM e"
+    "   WHERE jsonb_typeof(n->'mail') = 'object' RETURNING 1),"
+    " pp AS (INSERT INTO outbox (kind, payload)"
+    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
+    "     'title', e.n->'push'->'title', 'body', e.n->'push'->'body',"
+    "     'data', e.n->'push'->'data')"
+    "   FROM e JOIN push_tokens pt ON pt.user_id = e.n->>'userId'"
+    "   WHERE jsonb_typeof(e.n->'push') = 'object' GROUP BY e.n RETURNING 1)"
+    " SELECT (SELECT count(*) FROM mm), (SELECT count(*) FROM pp)";
+
+bool mentoring_is_manager(const caller_t *c)
+{
+    return role_at_least(c->role, ROLE_MANAGER);
+}
+
+bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset)
+{
+    verr_t v = {0};
+    int l = MENTORING_LIMIT_DEFAULT, o = 0;
+    const char *ls = http_req_query(req, "limit");
+    const char *os = http_req_query(req, "offset");
+    if (ls && validate_int(ls, 1, MENTORING_LIMIT_MAX, &l) != 0)
+        verr_add(&v, "limit", "must be an integer from 1 to 200");
+    if (os && validate_int(os, 0, 2147483647, &o) != 0)
+        verr_add(&v, "offset", "must be a non-negative integer");
+    if (verr_reply(req, &v)) return false;
+    *limit = arena_printf(&req->arena, "%d", l);
+    *offset = arena_printf(&req->arena, "%d", o);
+    return true;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+    json_t *j = json_object_get(o, key);
+    return json_is_string(j) ? json_string_value(j) : NULL;
+}
+
+const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
+                                     const char *recipients)
+{
+    if (!recipients) return NULL;
+    json_error_t jerr;
+    json_t *in = json_loads(recipients, 0, &jerr);
+    json_t *out = json_array();
+    const char *result = NULL;
+    size_t i;
+    json_t *r;
+    if (!json_is_array(in)) {
+        log_error("req %s: session notice recipients are not an array", req->id);
+        goto done;
+    }
+    json_array_foreach(in, i, r)
+    {
+        const char *email = jstr(r, "email");
+        mail_session_t s = {
+            .coach_name = jstr(r, "coachName"),
+            .teacher_name = jstr(r, "teacherName"),
+            .title = jstr(r, "title"),
+            .start = jstr(r, "start"),
+            .duration_minutes = (int)json_integer_value(json_object_get(r, "duration")),
+        };
+        const char *lang = jstr(r, "lang");
+        mail_msg_t m = {0};
+        int rc = kind == MENTORING_NOTICE_SCHEDULED ? mail_render_session_scheduled(lang, &s, &m)
+                                                    : mail_render_session_cancelled(lang, &s, &m);
+        if (rc != 0 || !email) {
+            log_error("req %s: session notice could not be rendered", req->id);
+            mail_msg_free(&m);
+            continue;
+        }
+        json_t *data = json_pack("{s:s, s:O?, s:O?}", "type",
+                                 kind == MENTORING_NOTICE_SCHEDULED ? "session-scheduled"
+                                                                    : "session-cancelled",
+                                 "sessionId", json_object_get(r, "sessionId"), "mentorshipId",
+                                 json_object_get(r, "mentorshipId"));
+        json_t *n = json_pack("{s:O?, s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:o}}", "userId",
+                              json_object_get(r, "userId"), "mail", "to", email, "subject",
+                              m.subject, "text", m.text, "html", m.html, "push", "title", m.subject,
+                              "body", s.start, "data", data);
+        if (n) json_array_append_new(out, n);
+        mail_msg_free(&m);
+    }
+    if (json_array_size(out) > 0) {
+        char *text = json_dumps(out, JSON_COMPACT);
+        result = arena_strdup(&req->arena, text);
+        free(text);
+    }
+done:
+    json_decref(in);
+    json_decref(out);
+    return result;
+}
+
+void mentoring_publish_session_update(const char *mentorship_id, const char *coach_id,
+                                      const char *teacher_id)
+{
+    char data[128];
+    snprintf(data, sizeof(data), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}", mentorship_id);
+    events_publish(mentorship_id, coach_id, teacher_id, "session-update", data, true);
+}

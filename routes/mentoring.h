@@ -1,0 +1,44 @@
+/*
+ * Helpers shared by routes/mentorships.c and routes/sessions.c: who manages an organization's
+ * mentorships, list pagination, session notices (mail + push through the outbox) and the
+ * session-update event.
+ */
+#pragma once
+#include <stdbool.h>
+
+#include "core/http.h"
+#include "routes/context.h"
+
+#define MENTORING_LIMIT_DEFAULT 50
+#define MENTORING_LIMIT_MAX 200
+
+/* Manager, OrganizationAdmin, PlatformAdmin, Owner: any mentorship of the active organization. */
+bool mentoring_is_manager(const caller_t *c);
+
+/* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as
+ * decimal text into the arena. On failure replies 400 VALIDATION_ERROR and returns false. */
+bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset);
+
+typedef enum mentoring_notice {
+    MENTORING_NOTICE_SCHEDULED,
+    MENTORING_NOTICE_CANCELLED,
+} mentoring_notice_t;
+
+/* Renders the notices of sessions for their participants. `recipients` is the JSON array that
+ * the SQL function session_notice_json() produces (one element per participant and session:
+ * sessionId, mentorshipId, userId, email, lang, start, coachName, teacherName, title,
+ * duration), or NULL / "[]" for none. Returns (arena) a JSON array of
+ * {userId, mail: {to, subject, text, html}, push: {title, body, data}} for
+ * SQL_MENTORING_QUEUE_NOTICES, or NULL when there is nothing to send. */
+const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
+                                     const char *recipients);
+
+/* $1: the array from mentoring_notices_render(). Inserts one mail outbox row per element and
+ * one push row per element whose user has push tokens (all of that user's tokens). Run it in
+ * the transaction of the change; call outbox_kick() after commit. */
+extern const char SQL_MENTORING_QUEUE_NOTICES[];
+
+/* Publishes session-update {action: "updated", mentorshipId} on the mentorship's channel and to
+ * the coach's and teacher's user streams. Call after commit. */
+void mentoring_publish_session_update(const char *mentorship_id, const char *coach_id,
+                                      const char *teacher_id);
