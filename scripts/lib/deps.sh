@@ -10,6 +10,9 @@ COACHD_PACKAGES=(
     python3 python3-pytest python3-pytest-timeout python3-requests
     curl wrk clang-format
 )
+# npm installs the API tests' peers (tests/api/package.json); use the machine's Node.js when it
+# has one, else Debian's.
+if ! command -v npm >/dev/null 2>&1; then COACHD_PACKAGES+=(nodejs npm); fi
 
 # Prints the packages of COACHD_PACKAGES that are not installed.
 deps_missing() {
