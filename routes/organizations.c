@@ -1,6 +1,706 @@
-/* Placeholder: filled in by the organizations issue. */
+/*
+ * Organizations and their members under /api/organizations (the invite endpoints live in
+ * routes/invites.c).
+ *
+ * Every handler runs one statement. Routes on one organization (:id) run with AUTH_SESSION and
+ * check the caller against :id inside that statement (the ACC_CTE below): a caller with a global
+ * role may act on any existing organization (404 when it does not exist); anyone else needs an
+ * active membership in :id with a role the route admits (403 otherwise, whether or not the
+ * organization exists, so the answer reveals nothing about other organizations). Writes are
+ * gated by the same check in the same statement, so a membership change that races with the
+ * request can never let a write through.
+ *
+ * Member visibility (GET .../users): PlatformAdmin, Owner and OrganizationAdmin see every member;
+ * a Manager every member except OrganizationAdmins; a Coach only active Teacher memberships.
+ *
+ * Disabling a membership publishes {"type":"membership-disabled","organizationId":...} on the
+ * Redis channel "user:<userId>:control" after the statement committed, so the user's open event
+ * streams can close; the next request already fails (the guard requires an active membership).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/json.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/ids.h"
+#include "domain/text.h"
+#include "domain/urlcheck.h"
+#include "domain/validate.h"
+#include "routes/common.h"
+#include "routes/context.h"
 #include "routes/routes.h"
+#include "rt/redis.h"
+
+#define LIST_LIMIT_DEFAULT "100"
+#define LIST_LIMIT_MAX 1000
+#define SEARCH_MAX_CP 200
+#define DESCRIPTION_MAX_CP 10000
+#define URL_MAX_CP 2048
+
+/* Roles (besides global roles) admitted by the ACC_CTE check, as a text[] literal. */
+#define ROLES_ADMIN "{OrganizationAdmin}"
+#define ROLES_COACH "{OrganizationAdmin,Manager,Coach}"
+
+static void list_orgs(http_req_t *req);
+static void create_org(http_req_t *req);
+static void get_org(http_req_t *req);
+static void patch_org(http_req_t *req);
+static void delete_org(http_req_t *req);
+static void list_members(http_req_t *req);
+static void add_member(http_req_t *req);
+static void patch_member(http_req_t *req);
+static void delete_member(http_req_t *req);
+
+/* ---- SQL building blocks ---- */
+
+/* The Organization resource of INTERFACE.md for a row alias. */
+#define ORG_JSON(o)                                                                                \
+    "json_build_object('id', " o ".id, 'name', " o ".name, 'description', " o ".description,"      \
+    " 'logoUrl', " o ".logo_url, 'status', " o ".status, 'settings', " o ".settings,"              \
+    " 'defaultTimezone', " o ".default_timezone, 'createdAt', iso(" o ".created_at),"              \
+    " 'updatedAt', iso(" o ".updated_at))"
+
+/*
+ * The caller's access to organization $1: $2 caller id, $3 caller has a global role, $4 the
+ * organization roles admitted (text[]). `acc` has one row when the organization exists, with the
+ * caller's active role there; `ok` has that row only when the caller may act.
+ */
+#define ACC_CTE                                                                                    \
+    "acc AS (SELECT o.id AS org_id, (SELECT m.role_in_organization"                                \
+    "   FROM organization_memberships m WHERE m.organization_id = o.id AND m.user_id = $2"         \
+    "   AND m.membership_status = 'active') AS my_role"                                            \
+    "   FROM organizations o WHERE o.id = $1::uuid),"                                              \
+    " ok AS (SELECT org_id, my_role FROM acc WHERE $3::boolean OR my_role = ANY($4::text[]))"
+/* Columns 1 and 2 of every statement that uses ACC_CTE (read by org_access_or_reply). */
+#define ACC_COLS " EXISTS (SELECT 1 FROM acc), (SELECT my_role FROM acc)"
+
+/* The membership answer of POST / PATCH / DELETE .../users. */
+#define MEMBER_JSON(m, ts_key, ts_col)                                                             \
+    "json_build_object('organizationId', " m ".organization_id, 'userId', " m ".user_id,"          \
+    " 'roleInOrganization', " m ".role_in_organization, 'isPrimary', " m ".is_primary,"            \
+    " 'membershipStatus', " m ".membership_status, '" ts_key "', iso(" m "." ts_col "))"
+
+/* At most one primary membership per user: setting one clears the user's others. */
+#define PRIMARY_CTE(src)                                                                           \
+    "prim AS (UPDATE organization_memberships pm SET is_primary = false, updated_at = now()"       \
+    "   FROM " src " WHERE " src ".is_primary AND pm.user_id = " src ".user_id"                    \
+    "   AND pm.organization_id <> " src ".organization_id AND pm.is_primary)"
+
+static const char SQL_ORG_LIST[] =
+    "WITH f AS (SELECT o.* FROM organizations o"
+    "   WHERE ($1::boolean OR EXISTS (SELECT 1 FROM organization_memberships m"
+    "     WHERE m.organization_id = o.id AND m.user_id = $2 AND m.membership_status = 'active'"
+    "     AND m.role_in_organization = 'OrganizationAdmin'))"
+    "   AND ($3::text IS NULL OR lower(o.name) LIKE lower($3))"
+    "   AND ($4::text IS NULL OR o.status = $4))"
+    " SELECT json_build_object('data', COALESCE((SELECT json_agg(" ORG_JSON(
+        "p") "   ORDER BY p.created_at, p.id) FROM (SELECT * FROM f ORDER BY created_at, id"
+             "   LIMIT $5::int OFFSET $6::int) p), '[]'::json),"
+             "   'meta', json_build_object('total_count', (SELECT count(*) FROM f))),"
+             " $1::boolean OR EXISTS (SELECT 1 FROM organization_memberships m WHERE m.user_id = $2"
+             "   AND m.membership_status = 'active' AND m.role_in_organization = "
+             "'OrganizationAdmin')";
+
+static const char SQL_ORG_CREATE[] =
+    "WITH o AS (INSERT INTO organizations (id, name, description, logo_url, status, settings,"
+    "   default_timezone) VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7) RETURNING *)"
+    " SELECT json_build_object('data', " ORG_JSON("o") ") FROM o";
+
+static const char SQL_ORG_GET[] =
+    "WITH " ACC_CTE " SELECT (SELECT json_build_object('data', " ORG_JSON(
+        "o") ")"
+             "   FROM organizations o JOIN ok ON ok.org_id = o.id)," ACC_COLS;
+
+static const char SQL_ORG_PATCH[] =
+    "WITH " ACC_CTE ","
+    " u AS (UPDATE organizations o SET name = COALESCE($5, o.name),"
+    "   description = CASE WHEN $6::boolean THEN $7 ELSE o.description END,"
+    "   logo_url = CASE WHEN $8::boolean THEN $9 ELSE o.logo_url END,"
+    "   status = COALESCE($10, o.status), settings = COALESCE($11::jsonb, o.settings),"
+    "   default_timezone = COALESCE($12, o.default_timezone), updated_at = now()"
+    "   FROM ok WHERE o.id = ok.org_id RETURNING o.*)"
+    " SELECT (SELECT json_build_object('data', " ORG_JSON("u") ") FROM u)," ACC_COLS;
+
+static const char SQL_ORG_ARCHIVE[] =
+    "WITH " ACC_CTE ","
+    " u AS (UPDATE organizations o SET status = 'archived', updated_at = now()"
+    "   FROM ok WHERE o.id = ok.org_id RETURNING o.*)"
+    " SELECT (SELECT json_build_object('data', " ORG_JSON("u") ") FROM u)," ACC_COLS;
+
+/*
+ * Members of $1 visible to the caller (v.v: 'all', 'Manager' or 'Coach' from the caller's role in
+ * the organization, computed in SQL from `ok`), filtered by $5 role, $6 user status,
+ * $7 membership status and $8 search pattern (LIKE, already escaped and wrapped in %).
+ * The user-side filters sit in an EXISTS so the count need not join users when they are unset.
+ */
+#define MEMBER_FILTER                                                                              \
+    " m.organization_id = $1::uuid"                                                                \
+    " AND (v.v = 'all' OR (v.v = 'Manager' AND m.role_in_organization <> 'OrganizationAdmin')"     \
+    "   OR (v.v = 'Coach' AND m.role_in_organization = 'Teacher'"                                  \
+    "   AND m.membership_status = 'active'))"                                                      \
+    " AND ($5::text IS NULL OR m.role_in_organization = $5)"                                       \
+    " AND ($7::text IS NULL OR m.membership_status = $7)"                                          \
+    " AND (($6::text IS NULL AND $8::text IS NULL) OR EXISTS (SELECT 1 FROM users fu"              \
+    "   WHERE fu.id = m.user_id AND ($6::text IS NULL OR fu.status = $6)"                          \
+    "   AND ($8::text IS NULL OR lower(fu.email) LIKE lower($8)"                                   \
+    "   OR lower(user_display_name(fu.first_name, fu.last_name)) LIKE lower($8))))"
+
+static const char SQL_MEMBER_LIST[] =
+    "WITH " ACC_CTE ","
+    " v AS (SELECT CASE WHEN $3::boolean OR my_role = 'OrganizationAdmin' THEN 'all'"
+    "   ELSE my_role END AS v FROM ok)"
+    " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("
+    "   'id', u.id, 'email', u.email, 'status', u.status, 'firstName', u.first_name,"
+    "   'lastName', u.last_name, 'avatarUrl', u.avatar_url,"
+    "   'roleInOrganization', p.role_in_organization, 'isPrimary', p.is_primary,"
+    "   'membershipStatus', p.membership_status, 'joinedAt', iso(p.joined_at))"
+    "   ORDER BY p.joined_at, p.user_id)"
+    "   FROM (SELECT m.* FROM organization_memberships m, v WHERE" MEMBER_FILTER
+    "   ORDER BY m.joined_at, m.user_id LIMIT $9::int OFFSET $10::int) p"
+    "   JOIN users u ON u.id = p.user_id), '[]'::json),"
+    "   'meta', json_build_object('total_count', (SELECT count(*)"
+    "   FROM organization_memberships m, v WHERE" MEMBER_FILTER ")))," ACC_COLS;
+
+/* $5 user, $6 role, $7 isPrimary. The user's current organization is set when they have none. */
+static const char SQL_MEMBER_ADD[] =
+    "WITH " ACC_CTE ","
+    " tu AS (SELECT id FROM users WHERE id = $5),"
+    " ins AS (INSERT INTO organization_memberships (organization_id, user_id,"
+    "   role_in_organization, is_primary) SELECT ok.org_id, tu.id, $6, $7::boolean FROM ok, tu"
+    "   ON CONFLICT (organization_id, user_id) DO NOTHING RETURNING *),"
+    " " PRIMARY_CTE(
+        "ins") ","
+               " cur AS (UPDATE users cu SET current_organization_id = ins.organization_id FROM ins"
+               "   WHERE cu.id = ins.user_id AND cu.current_organization_id IS NULL)"
+               " SELECT (SELECT json_build_object('data', " MEMBER_JSON(
+                   "ins", "joinedAt", "joined_at") ") FROM ins)," ACC_COLS
+                                                   ", EXISTS (SELECT 1 FROM tu)";
+
+/*
+ * $5 user, $6 role, $7 isPrimary, $8 membershipStatus (NULL: unchanged). Columns 3 and 4 are
+ * the membership status before and after the change. Re-enabling gives the user a current
+ * organization when they have none; disabling moves a current organization pointing here to their
+ * primary (else oldest) other active membership, or to none.
+ */
+static const char SQL_MEMBER_UPDATE[] =
+    "WITH " ACC_CTE ","
+    " old AS (SELECT m.membership_status FROM organization_memberships m, ok"
+    "   WHERE m.organization_id = ok.org_id AND m.user_id = $5),"
+    " upd AS (UPDATE organization_memberships m SET"
+    "   role_in_organization = COALESCE($6, m.role_in_organization),"
+    "   is_primary = COALESCE($7::boolean, m.is_primary),"
+    "   membership_status = COALESCE($8, m.membership_status), updated_at = now()"
+    "   FROM ok WHERE m.organization_id = ok.org_id AND m.user_id = $5 RETURNING m.*),"
+    " " PRIMARY_CTE(
+        "upd") ","
+               " cur AS (UPDATE users cu SET current_organization_id = CASE"
+               "   WHEN upd.membership_status = 'active' THEN upd.organization_id"
+               "   ELSE (SELECT om.organization_id FROM organization_memberships om"
+               "     WHERE om.user_id = upd.user_id AND om.organization_id <> upd.organization_id"
+               "     AND om.membership_status = 'active' ORDER BY om.is_primary DESC, om.joined_at"
+               "     LIMIT 1) END"
+               "   FROM upd WHERE cu.id = upd.user_id AND ((upd.membership_status = 'active'"
+               "   AND cu.current_organization_id IS NULL) OR (upd.membership_status = 'disabled'"
+               "   AND cu.current_organization_id = upd.organization_id)))"
+               " SELECT (SELECT json_build_object('data', " MEMBER_JSON(
+                   "upd", "updatedAt", "updated_at") ") FROM upd)," ACC_COLS
+                                                     ", (SELECT membership_status FROM old),"
+                                                     " (SELECT membership_status FROM upd)";
+
+/* ---- helpers ---- */
+
+static const char *const ORG_STATUSES[] = {"active", "inactive", "suspended", "archived", NULL};
+static const char *const USER_STATUSES[] = {"active", "inactive", "suspended", "archived", NULL};
+static const char *const MEMBER_STATUSES[] = {"active", "disabled", NULL};
+static const char *const ORG_ROLES[] = {"OrganizationAdmin", "Manager", "Coach", "Teacher", NULL};
+
+static bool in_list(const char *s, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0) return true;
+    return false;
+}
+
+/* Path :id (position i) as a lower-case UUID; replies 400 and returns NULL otherwise. */
+static const char *path_uuid_or_reply(http_req_t *req, int i, const char *field)
+{
+    const char *id = http_req_param(req, i);
+    if (!id || !ids_is_uuid(id)) {
+        verr_t v = {0};
+        verr_add(&v, field, "must be a UUID");
+        verr_reply(req, &v);
+        return NULL;
+    }
+    return lower_ascii(req, id);
+}
+
+static const char *path_cuid_or_reply(http_req_t *req, int i, const char *field)
+{
+    const char *id = http_req_param(req, i);
+    if (!id || !ids_is_cuid(id)) {
+        verr_t v = {0};
+        verr_add(&v, field, "must be a user id (CUID)");
+        verr_reply(req, &v);
+        return NULL;
+    }
+    return id;
+}
+
+/* limit (1..1000, default 100) and offset (0.., default 0) as decimal strings. */
+static void query_paging(http_req_t *req, verr_t *v, const char **limit, const char **offset)
+{
+    int n;
+    const char *s = http_req_query(req, "limit");
+    *limit = LIST_LIMIT_DEFAULT;
+    if (s) {
+        if (validate_int(s, 1, LIST_LIMIT_MAX, &n) != 0)
+            verr_add(v, "limit", "must be an integer from 1 to 1000");
+        else
+            *limit = arena_printf(&req->arena, "%d", n);
+    }
+    s = http_req_query(req, "offset");
+    *offset = "0";
+    if (s) {
+        if (validate_int(s, 0, 2147483647, &n) != 0)
+            verr_add(v, "offset", "must be a non-negative integer");
+        else
+            *offset = arena_printf(&req->arena, "%d", n);
+    }
+}
+
+/* An enumerated query parameter; absent or empty: NULL. */
+static const char *query_enum(http_req_t *req, verr_t *v, const char *key,
+                              const char *const *allowed, const char *message)
+{
+    const char *s = http_req_query(req, key);
+    if (!s || !*s) return NULL;
+    if (!in_list(s, allowed)) {
+        verr_add(v, key, message);
+        return NULL;
+    }
+    return s;
+}
+
+/* `search` as a LIKE pattern: trimmed, wildcards escaped, wrapped in %; absent or blank: NULL. */
+static const char *query_search(http_req_t *req, verr_t *v)
+{
+    const char *s = http_req_query(req, "search");
+    if (!s) return NULL;
+    size_t n = strlen(s), off, len;
+    if (!text_utf8_valid(s, n) || text_has_control(s, n)) {
+        verr_add(v, "search", "must be valid text");
+        return NULL;
+    }
+    text_trim(s, n, &off, &len);
+    if (len == 0) return NULL;
+    if (text_cp_count(s + off, len) > SEARCH_MAX_CP) {
+        verr_add(v, "search", "must be at most 200 characters");
+        return NULL;
+    }
+    char *out = arena_alloc(&req->arena, len * 2 + 3), *o = out;
+    *o++ = '%';
+    for (size_t i = off; i < off + len; i++) {
+        if (s[i] == '%' || s[i] == '_' || s[i] == '\\') *o++ = '\\';
+        *o++ = s[i];
+    }
+    *o++ = '%';
+    *o = '\0';
+    return out;
+}
+
+/* A string field that must be one of `allowed` when present (JSON null refused). */
+static const char *field_enum(http_req_t *req, json_t *body, const char *key, verr_t *v,
+                              bool required, const char *const *allowed, const char *message)
+{
+    json_t *j = json_object_get(body, key);
+    if (!j && !required) return NULL;
+    if (!j || !json_is_string(j) || !in_list(json_string_value(j), allowed)) {
+        verr_add(v, key, j ? message : "is required");
+        return NULL;
+    }
+    return arena_strdup(&req->arena, json_string_value(j));
+}
+
+/* A boolean field: "t" / "f", or NULL when absent. */
+static const char *field_bool(json_t *body, const char *key, verr_t *v)
+{
+    json_t *j = json_object_get(body, key);
+    if (!j) return NULL;
+    if (!json_is_boolean(j)) {
+        verr_add(v, key, "must be a boolean");
+        return NULL;
+    }
+    return json_is_true(j) ? "t" : "f";
+}
+
+/* An optional nullable text field: *present tells whether the key was sent (null clears). */
+static const char *field_nullable(http_req_t *req, json_t *body, const char *key, verr_t *v,
+                                  size_t max_cp, bool *present)
+{
+    *present = json_object_get(body, key) != NULL;
+    return field_str(req, body, key, v, false, 0, max_cp, true);
+}
+
+/* logoUrl: an absolute http(s) URL with a host; null or "" clear it. */
+static const char *field_logo(http_req_t *req, json_t *body, verr_t *v, bool *present)
+{
+    int before = v->n;
+    const char *s = field_nullable(req, body, "logoUrl", v, URL_MAX_CP, present);
+    if (!s || v->n != before) return NULL;
+    if (!*s) return NULL;
+    char origin[URLCHECK_ORIGIN_MAX];
+    if (urlcheck_origin(s, origin, sizeof(origin)) != 0) {
+        verr_add(v, "logoUrl", "must be a valid http or https URL");
+        return NULL;
+    }
+    return s;
+}
+
+/* settings: a JSON object, serialized for a jsonb parameter; absent: NULL. */
+static const char *field_settings(http_req_t *req, json_t *body, verr_t *v)
+{
+    json_t *j = json_object_get(body, "settings");
+    if (!j) return NULL;
+    if (json_is_null(j)) return "{}";
+    if (!json_is_object(j)) {
+        verr_add(v, "settings", "must be an object");
+        return NULL;
+    }
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) {
+        verr_add(v, "settings", "must be an object");
+        return NULL;
+    }
+    const char *out = arena_strdup(&req->arena, s);
+    free(s);
+    return out;
+}
+
+static const char *field_timezone(http_req_t *req, json_t *body, verr_t *v)
+{
+    int before = v->n;
+    json_t *j = json_object_get(body, "defaultTimezone");
+    if (!j) return NULL;
+    const char *s = field_str(req, body, "defaultTimezone", v, true, 1, VALIDATE_TZ_MAX, true);
+    if (!s || v->n != before) return NULL;
+    if (!validate_is_timezone(s)) {
+        verr_add(v, "defaultTimezone", "must be an IANA time zone");
+        return NULL;
+    }
+    return s;
+}
+
+/* The ACC_CTE parameters $1..$4. */
+static void acc_params(http_req_t *req, const char **p, const char *org_id, const char *roles)
+{
+    caller_t *c = context_caller(req);
+    p[0] = org_id;
+    p[1] = c->user_id;
+    p[2] = c->global_role != ROLE_NONE ? "t" : "f";
+    p[3] = roles;
+}
+
+/*
+ * Reads columns 1 (organization exists) and 2 (caller's active role there) of an ACC_CTE
+ * statement. Replies 404 / 403 and returns ROLE_NONE when the caller may not act; otherwise
+ * returns the caller's role there (the global role for global callers).
+ */
+static role_t org_access_or_reply(http_req_t *req, const db_result_t *r, role_t need)
+{
+    caller_t *c = context_caller(req);
+    if (c->global_role != ROLE_NONE) {
+        const char *exists = db_get(r, 0, 1);
+        if (!exists || exists[0] != 't') {
+            http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+            return ROLE_NONE;
+        }
+        return c->global_role;
+    }
+    role_t have = role_parse(db_get(r, 0, 2));
+    if (!role_is_org_role(have) || !role_at_least(have, need)) {
+        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action here");
+        return ROLE_NONE;
+    }
+    return have;
+}
+
+/* ---- organizations ---- */
+
+static void on_org_list(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *allowed = db_get(r, 0, 1);
+    if (!allowed || allowed[0] != 't') {
+        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action");
+        return;
+    }
+    reply_db_json(req, 200, r);
+}
+
+static void list_orgs(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    verr_t v = {0};
+    const char *limit, *offset;
+    query_paging(req, &v, &limit, &offset);
+    const char *search = query_search(req, &v);
+    const char *status = query_enum(req, &v, "status", ORG_STATUSES,
+                                    "must be active, inactive, suspended or archived");
+    if (verr_reply(req, &v)) return;
+    const char *params[] = {
+        c->global_role != ROLE_NONE ? "t" : "f", c->user_id, search, status, limit, offset};
+    db_req_query(req, SQL_ORG_LIST, 6, params, on_org_list);
+}
+
+static void on_org_created(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    reply_db_json(req, 201, r);
+}
+
+static void create_org(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    bool has_desc, has_logo;
+    const char *name = field_str(req, body, "name", &v, true, 1, 255, true);
+    const char *desc = field_nullable(req, body, "description", &v, DESCRIPTION_MAX_CP, &has_desc);
+    const char *logo = field_logo(req, body, &v, &has_logo);
+    const char *status = field_enum(req, body, "status", &v, false, ORG_STATUSES,
+                                    "must be active, inactive, suspended or archived");
+    const char *settings = field_settings(req, body, &v);
+    const char *tz = field_timezone(req, body, &v);
+    if (verr_reply(req, &v)) return;
+    char id[IDS_UUID_LEN + 1];
+    new_uuid(id);
+    const char *params[] = {id,
+                            name,
+                            desc,
+                            logo,
+                            status ? status : "active",
+                            settings ? settings : "{}",
+                            tz ? tz : "UTC"};
+    db_req_query(req, SQL_ORG_CREATE, 7, params, on_org_created);
+}
+
+/* Shared by GET, PATCH and DELETE on one organization: access, then the organization. */
+static void on_org_one(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    if (db_isnull(r, 0, 0)) {
+        http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+        return;
+    }
+    reply_db_json(req, 200, r);
+}
+
+static void get_org(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    const char *params[4];
+    acc_params(req, params, id, ROLES_ADMIN);
+    db_req_query(req, SQL_ORG_GET, 4, params, on_org_one);
+}
+
+static void patch_org(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    bool has_desc, has_logo;
+    const char *name =
+        json_object_get(body, "name") ? field_str(req, body, "name", &v, true, 1, 255, true) : NULL;
+    const char *desc = field_nullable(req, body, "description", &v, DESCRIPTION_MAX_CP, &has_desc);
+    const char *logo = field_logo(req, body, &v, &has_logo);
+    const char *status = field_enum(req, body, "status", &v, false, ORG_STATUSES,
+                                    "must be active, inactive, suspended or archived");
+    const char *settings = field_settings(req, body, &v);
+    const char *tz = field_timezone(req, body, &v);
+    if (verr_reply(req, &v)) return;
+    const char *params[12];
+    acc_params(req, params, id, ROLES_ADMIN);
+    params[4] = name;
+    params[5] = has_desc ? "t" : "f";
+    params[6] = desc && *desc ? desc : NULL;
+    params[7] = has_logo ? "t" : "f";
+    params[8] = logo;
+    params[9] = status;
+    params[10] = settings;
+    params[11] = tz;
+    db_req_query(req, SQL_ORG_PATCH, 12, params, on_org_one);
+}
+
+static void delete_org(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    const char *params[4];
+    acc_params(req, params, id, "{}");
+    db_req_query(req, SQL_ORG_ARCHIVE, 4, params, on_org_one);
+}
+
+/* ---- members ---- */
+
+static void on_member_list(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (!org_access_or_reply(req, r, ROLE_COACH)) return;
+    reply_db_json(req, 200, r);
+}
+
+static void list_members(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    verr_t v = {0};
+    const char *limit, *offset;
+    query_paging(req, &v, &limit, &offset);
+    const char *search = query_search(req, &v);
+    const char *role = query_enum(req, &v, "role", ORG_ROLES,
+                                  "must be OrganizationAdmin, Manager, Coach or Teacher");
+    const char *status = query_enum(req, &v, "status", USER_STATUSES,
+                                    "must be active, inactive, suspended or archived");
+    const char *mstatus =
+        query_enum(req, &v, "membershipStatus", MEMBER_STATUSES, "must be active or disabled");
+    if (verr_reply(req, &v)) return;
+    const char *params[10];
+    acc_params(req, params, id, ROLES_COACH);
+    params[4] = role;
+    params[5] = status;
+    params[6] = mstatus;
+    params[7] = search;
+    params[8] = limit;
+    params[9] = offset;
+    db_req_query(req, SQL_MEMBER_LIST, 10, params, on_member_list);
+}
+
+static void on_member_added(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    const char *user_exists = db_get(r, 0, 3);
+    if (!user_exists || user_exists[0] != 't') {
+        http_reply_error(req, 404, "NOT_FOUND", "User not found");
+        return;
+    }
+    if (db_isnull(r, 0, 0)) {
+        http_reply_error(req, 409, "CONFLICT", "The user is already a member of this organization");
+        return;
+    }
+    reply_db_json(req, 201, r);
+}
+
+static void add_member(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    const char *user = field_str(req, body, "userId", &v, true, 1, 64, true);
+    if (user && !ids_is_cuid(user)) verr_add(&v, "userId", "must be a user id (CUID)");
+    const char *role = field_enum(req, body, "roleInOrganization", &v, true, ORG_ROLES,
+                                  "must be OrganizationAdmin, Manager, Coach or Teacher");
+    const char *primary = field_bool(body, "isPrimary", &v);
+    if (verr_reply(req, &v)) return;
+    const char *params[7];
+    acc_params(req, params, id, ROLES_ADMIN);
+    params[4] = user;
+    params[5] = role;
+    params[6] = primary ? primary : "f";
+    db_req_query(req, SQL_MEMBER_ADD, 7, params, on_member_added);
+}
+
+/* PATCH and DELETE: reply, then tell the user's streams when the membership went disabled. */
+static void on_member_updated(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    if (db_isnull(r, 0, 0)) {
+        http_reply_error(req, 404, "NOT_FOUND", "Membership not found");
+        return;
+    }
+    const char *before = db_get(r, 0, 3);
+    const char *after = db_get(r, 0, 4);
+    const char *org_id = http_req_param(req, 0);
+    const char *user_id = http_req_param(req, 1);
+    reply_db_json(req, 200, r);
+    if (before && strcmp(before, "active") == 0 && after && strcmp(after, "disabled") == 0) {
+        char channel[96];
+        char msg[160];
+        snprintf(channel, sizeof(channel), "user:%s:control", user_id);
+        int n = snprintf(msg, sizeof(msg),
+                         "{\"type\":\"membership-disabled\",\"organizationId\":\"%s\"}",
+                         lower_ascii(req, org_id));
+        redis_publish(channel, msg, (size_t)n);
+    }
+}
+
+static void patch_member(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    const char *user = path_cuid_or_reply(req, 1, "userId");
+    if (!user) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    const char *role = field_enum(req, body, "roleInOrganization", &v, false, ORG_ROLES,
+                                  "must be OrganizationAdmin, Manager, Coach or Teacher");
+    const char *primary = field_bool(body, "isPrimary", &v);
+    const char *mstatus = field_enum(req, body, "membershipStatus", &v, false, MEMBER_STATUSES,
+                                     "must be active or disabled");
+    if (verr_reply(req, &v)) return;
+    const char *params[8];
+    acc_params(req, params, id, ROLES_ADMIN);
+    params[4] = user;
+    params[5] = role;
+    params[6] = primary;
+    params[7] = mstatus;
+    db_req_query(req, SQL_MEMBER_UPDATE, 8, params, on_member_updated);
+}
+
+static void delete_member(http_req_t *req)
+{
+    const char *id = path_uuid_or_reply(req, 0, "id");
+    if (!id) return;
+    const char *user = path_cuid_or_reply(req, 1, "userId");
+    if (!user) return;
+    const char *params[8];
+    acc_params(req, params, id, ROLES_ADMIN);
+    params[4] = user;
+    params[5] = NULL;
+    params[6] = NULL;
+    params[7] = "disabled";
+    db_req_query(req, SQL_MEMBER_UPDATE, 8, params, on_member_updated);
+}
+
+/*
+ * Min roles: the guard checks only what holds in every organization (POST and DELETE need a
+ * global role); the role in :id is checked by the statement itself (ACC_CTE), because the
+ * caller's active organization may be another one.
+ */
+static const route_t organization_routes[] = {
+    {HTTP_M_GET, "/api/organizations", list_orgs, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/organizations", create_org, AUTH_SESSION, ROLE_PLATFORM_ADMIN, 0, 0},
+    {HTTP_M_GET, "/api/organizations/:id", get_org, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_PATCH, "/api/organizations/:id", patch_org, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_DELETE, "/api/organizations/:id", delete_org, AUTH_SESSION, ROLE_PLATFORM_ADMIN, 0, 0},
+    {HTTP_M_GET, "/api/organizations/:id/users", list_members, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/organizations/:id/users", add_member, AUTH_SESSION, ROLE_NONE, 0, 0},
+    {HTTP_M_PATCH, "/api/organizations/:id/users/:userId", patch_member, AUTH_SESSION, ROLE_NONE, 0,
+     0},
+    {HTTP_M_DELETE, "/api/organizations/:id/users/:userId", delete_member, AUTH_SESSION, ROLE_NONE,
+     0, 0},
+};
 
 void routes_organizations_register(void)
 {
+    router_add(organization_routes, sizeof(organization_routes) / sizeof(organization_routes[0]));
 }
