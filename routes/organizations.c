@@ -130,31 +130,40 @@ static const char SQL_ORG_ARCHIVE[] =
 
 /*
  * Members of $1 visible to the caller (v.v: 'all', 'Manager' or 'Coach' from the caller's role in
- * the organization, computed in SQL from `ok`), filtered by $5 role, $6 user status,
- * $7 membership status and $8 search pattern (LIKE, already escaped and wrapped in %).
- * The user status filter sits in an EXISTS so the count need not join users when it is unset.
+ * the organization, computed in SQL from `ok`), filtered by $5 role and $7 membership status:
+ * conditions on the membership key alone, so they apply to organization_member_counts as well.
  */
-#define MEMBER_FILTER(search)                                                                      \
-    " m.organization_id = $1::uuid"                                                                \
-    " AND (v.v = 'all' OR (v.v = 'Manager' AND m.role_in_organization <> 'OrganizationAdmin')"     \
-    "   OR (v.v = 'Coach' AND m.role_in_organization = 'Teacher'"                                  \
-    "   AND m.membership_status = 'active'))"                                                      \
-    " AND ($5::text IS NULL OR m.role_in_organization = $5)"                                       \
-    " AND ($7::text IS NULL OR m.membership_status = $7)"                                          \
-    " AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM users fu WHERE fu.id = m.user_id"             \
-    "   AND fu.status = $6))" search
+#define MEMBER_KEYS(m)                                                                             \
+    " " m ".organization_id = $1::uuid"                                                            \
+    " AND (v.v = 'all' OR (v.v = 'Manager' AND " m ".role_in_organization <> 'OrganizationAdmin')" \
+    "   OR (v.v = 'Coach' AND " m ".role_in_organization = 'Teacher'"                              \
+    "   AND " m ".membership_status = 'active'))"                                                  \
+    " AND ($5::text IS NULL OR " m ".role_in_organization = $5)"                                   \
+    " AND ($7::text IS NULL OR " m ".membership_status = $7)"
 
-/* Without search ($8 is NULL), and with it: a semi-join on the users matching the pattern,
- * which the trigram indexes of email and display name (migration 0003) answer. Two statements,
- * so neither plan carries the other's case. */
-#define SEARCH_NONE " AND $8::text IS NULL"
-#define SEARCH_TRGM                                                                                \
-    " AND m.user_id IN (SELECT su.id FROM users su WHERE lower(su.email) LIKE lower($8)"           \
-    "   OR lower(user_display_name(su.first_name, su.last_name)) LIKE lower($8))"
+/*
+ * The user-side filters, $6 user status and $8 search pattern (LIKE, escaped and wrapped in %),
+ * in three statements so that no plan carries another case: none (total_count from the
+ * trigger-kept counts), status only (a key probe per membership), and search (a semi-join on
+ * the users matching the pattern, answered by the trigram indexes of migration 0003).
+ */
+#define USERS_NONE " AND $6::text IS NULL AND $8::text IS NULL"
+#define USERS_STATUS                                                                               \
+    " AND $8::text IS NULL AND EXISTS (SELECT 1 FROM users fu WHERE fu.id = m.user_id"             \
+    "   AND fu.status = $6)"
+#define USERS_SEARCH                                                                               \
+    " AND m.user_id IN (SELECT su.id FROM users su WHERE (lower(su.email) LIKE lower($8)"          \
+    "   OR lower(user_display_name(su.first_name, su.last_name)) LIKE lower($8))"                  \
+    "   AND ($6::text IS NULL OR su.status = $6))"
+#define COUNT_KEPT                                                                                 \
+    "(SELECT COALESCE(sum(m.n), 0)::bigint FROM organization_member_counts m, v"                   \
+    " WHERE" MEMBER_KEYS("m") ")"
+#define COUNT_ROWS(users)                                                                          \
+    "(SELECT count(*) FROM organization_memberships m, v WHERE" MEMBER_KEYS("m") users ")"
 
 /* The user columns come from a per-row subquery (a primary-key probe for each of the at most
  * 1000 rows of the page): as a join, the planner tends to hash the whole users table. */
-#define MEMBER_LIST_SQL(search)                                                                    \
+#define MEMBER_LIST_SQL(users, count)                                                              \
     "WITH " ACC_CTE ","                                                                            \
     " v AS (SELECT CASE WHEN $3::boolean OR my_role = 'OrganizationAdmin' THEN 'all'"              \
     "   ELSE my_role END AS v FROM ok)"                                                            \
@@ -164,15 +173,14 @@ static const char SQL_ORG_ARCHIVE[] =
     "   'roleInOrganization', p.role_in_organization, 'isPrimary', p.is_primary,"                  \
     "   'membershipStatus', p.membership_status, 'joinedAt', iso(p.joined_at))"                    \
     "   FROM users u WHERE u.id = p.user_id) ORDER BY p.joined_at, p.user_id)"                     \
-    "   FROM (SELECT m.* FROM organization_memberships m, v WHERE" MEMBER_FILTER(                  \
-        search) "   ORDER BY m.joined_at, m.user_id LIMIT $9::int OFFSET $10::int) p), "           \
-                "'[]'::json),"                                                                     \
-                "   'meta', json_build_object('total_count', (SELECT count(*)"                     \
-                "   FROM organization_memberships m, v WHERE" MEMBER_FILTER(                       \
-                    search) ")))," ACC_COLS
+    "   FROM (SELECT m.* FROM organization_memberships m, v WHERE" MEMBER_KEYS("m") users          \
+        "   ORDER BY m.joined_at, m.user_id LIMIT $9::int OFFSET $10::int) p), '[]'::json),"       \
+        "   'meta', json_build_object('total_count', " count "))," ACC_COLS
 
-static const char SQL_MEMBER_LIST[] = MEMBER_LIST_SQL(SEARCH_NONE);
-static const char SQL_MEMBER_SEARCH[] = MEMBER_LIST_SQL(SEARCH_TRGM);
+static const char SQL_MEMBER_LIST[] = MEMBER_LIST_SQL(USERS_NONE, COUNT_KEPT);
+static const char SQL_MEMBER_LIST_STATUS[] =
+    MEMBER_LIST_SQL(USERS_STATUS, COUNT_ROWS(USERS_STATUS));
+static const char SQL_MEMBER_SEARCH[] = MEMBER_LIST_SQL(USERS_SEARCH, COUNT_ROWS(USERS_SEARCH));
 
 /* $5 user, $6 role, $7 isPrimary. The user's current organization is set when they have none. */
 static const char SQL_MEMBER_ADD[] =
@@ -589,7 +597,10 @@ static void list_members(http_req_t *req)
     params[7] = search;
     params[8] = limit;
     params[9] = offset;
-    db_req_query(req, search ? SQL_MEMBER_SEARCH : SQL_MEMBER_LIST, 10, params, on_member_list);
+    const char *sql = search   ? SQL_MEMBER_SEARCH
+                      : status ? SQL_MEMBER_LIST_STATUS
+                               : SQL_MEMBER_LIST;
+    db_req_query(req, sql, 10, params, on_member_list);
 }
 
 static void on_member_added(http_req_t *req, db_result_t *r)

@@ -19,3 +19,61 @@ CREATE INDEX memberships_org_joined_idx
 
 -- GET /api/organizations pages in (created_at, id) order.
 CREATE INDEX organizations_created_idx ON organizations (created_at, id);
+
+-- Member counts per organization, role and membership status, kept by statement-level
+-- triggers. A member list's total_count is a sum over at most eight of these rows whenever no
+-- user-side filter (search, user status) applies, instead of a count over every membership of
+-- the organization on each request. A snapshot sees a membership change and its count change
+-- together (same transaction). Each trigger applies its net deltas in one upsert, in key
+-- order, so concurrent changes lock count rows in the same order and cannot deadlock. No
+-- foreign key: an organization's cascaded delete may remove memberships after their counts.
+CREATE TABLE organization_member_counts (
+    organization_id      uuid NOT NULL,
+    role_in_organization text NOT NULL,
+    membership_status    text NOT NULL,
+    n                    bigint NOT NULL,
+    PRIMARY KEY (organization_id, role_in_organization, membership_status)
+);
+
+INSERT INTO organization_member_counts
+SELECT organization_id, role_in_organization, membership_status, count(*)
+FROM organization_memberships GROUP BY 1, 2, 3;
+
+CREATE FUNCTION organization_member_counts_apply() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO organization_member_counts AS c
+        SELECT organization_id, role_in_organization, membership_status, count(*)
+        FROM new_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (organization_id, role_in_organization, membership_status)
+        DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO organization_member_counts AS c
+        SELECT organization_id, role_in_organization, membership_status, -count(*)
+        FROM old_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (organization_id, role_in_organization, membership_status)
+        DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSE
+        INSERT INTO organization_member_counts AS c
+        SELECT organization_id, role_in_organization, membership_status, sum(k)
+        FROM (SELECT organization_id, role_in_organization, membership_status, 1 AS k FROM new_rows
+              UNION ALL
+              SELECT organization_id, role_in_organization, membership_status, -1 FROM old_rows) d
+        GROUP BY 1, 2, 3 HAVING sum(k) <> 0 ORDER BY 1, 2, 3
+        ON CONFLICT (organization_id, role_in_organization, membership_status)
+        DO UPDATE SET n = c.n + EXCLUDED.n;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER organization_member_counts_ins AFTER INSERT ON organization_memberships
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION organization_member_counts_apply();
+CREATE TRIGGER organization_member_counts_upd AFTER UPDATE ON organization_memberships
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION organization_member_counts_apply();
+CREATE TRIGGER organization_member_counts_del AFTER DELETE ON organization_memberships
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION organization_member_counts_apply();

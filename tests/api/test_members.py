@@ -365,3 +365,32 @@ def test_org_admin_can_manage_another_admin(make_org):
     admin = org.clients["OrganizationAdmin"]
     d = admin.patch_json(users_path(org.id, u2["id"]), {"roleInOrganization": "Manager"})["data"]
     assert d["roleInOrganization"] == "Manager"
+
+
+def test_total_count_matches_rows_after_changes(make_org, psql_value):
+    """total_count without user-side filters comes from counts kept by triggers: it must equal
+    a real count after adds, role changes, disables and restores."""
+    org = make_org()
+    admin = org.clients["OrganizationAdmin"]
+    for i in range(3):
+        org.add_member("Teacher", key="t%d" % i)
+    p = users_path(org.id)
+    admin.patch_json(users_path(org.id, org.users["t0"]["id"]), {"roleInOrganization": "Coach"})
+    admin.delete_json(users_path(org.id, org.users["t1"]["id"]))
+    admin.patch_json(users_path(org.id, org.users["Manager"]["id"]),
+                     {"roleInOrganization": "OrganizationAdmin", "membershipStatus": "disabled"})
+    admin.patch_json(users_path(org.id, org.users["Manager"]["id"]), {"membershipStatus": "active"})
+    admin.patch_json(users_path(org.id, org.users["t2"]["id"]), {"isPrimary": True})
+    for q in ("", "?role=Teacher", "?role=Coach", "?role=OrganizationAdmin", "?membershipStatus=active",
+              "?membershipStatus=disabled", "?role=Teacher&membershipStatus=disabled"):
+        body = admin.get_json(p + q + ("&" if "?" in q else "?") + "limit=1000")
+        assert body["meta"]["total_count"] == len(body["data"]), q
+    assert admin.get_json(p)["meta"]["total_count"] == 7
+    assert org.clients["Manager"].get_json(p)["meta"]["total_count"] == 7  # now an admin
+    coach = org.clients["Coach"].get_json(p)
+    assert coach["meta"]["total_count"] == len(coach["data"]) == 2  # Teacher, t2
+    real = psql_value("SELECT count(*) FROM organization_memberships WHERE organization_id = :'o'",
+                      o=org.id)
+    kept = psql_value("SELECT sum(n) FROM organization_member_counts WHERE organization_id = :'o'",
+                      o=org.id)
+    assert real == kept == "7"
