@@ -142,37 +142,48 @@ static const char SQL_ORG_ARCHIVE[] =
     " AND ($7::text IS NULL OR " m ".membership_status = $7)"
 
 /*
- * The user-side filters, $6 user status and $8 search pattern (LIKE, escaped and wrapped in %),
- * in three statements so that no plan carries another case: none (total_count from the
- * trigger-kept counts), status only (a key probe per membership), and search (a semi-join on
- * the users matching the pattern, answered by the trigram indexes of migration 0003).
+ * The user-side filters, $6 user status and $8 search pattern (LIKE, escaped and wrapped in %).
+ * Each case has its own statement, so that no cached plan has to serve another case (the pool
+ * keeps statements prepared, and PostgreSQL's generic plans assume an average organization):
+ *   none          total_count from the trigger-kept counts;
+ *   status only   a key probe into users per membership;
+ *   search, 3 or more characters   users first: the trigram indexes of migration 0003 find the
+ *                 matching users, then each is probed in the organization's memberships;
+ *   shorter search  members first (no trigram to look up): a probe and a match per membership.
  */
 #define USERS_NONE " AND $6::text IS NULL AND $8::text IS NULL"
 #define USERS_STATUS                                                                               \
     " AND $8::text IS NULL AND EXISTS (SELECT 1 FROM users fu WHERE fu.id = m.user_id"             \
     "   AND fu.status = $6)"
-#define USERS_SEARCH                                                                               \
-    " AND m.user_id IN (SELECT su.id FROM users su WHERE (lower(su.email) LIKE lower($8)"          \
-    "   OR lower(user_display_name(su.first_name, su.last_name)) LIKE lower($8))"                  \
-    "   AND ($6::text IS NULL OR su.status = $6))"
+#define USERS_MATCH(u)                                                                             \
+    " (lower(" u ".email) LIKE lower($8)"                                                          \
+    "   OR lower(user_display_name(" u ".first_name, " u ".last_name)) LIKE lower($8))"            \
+    " AND ($6::text IS NULL OR " u ".status = $6)"
+#define USERS_SHORT                                                                                \
+    " AND EXISTS (SELECT 1 FROM users fu WHERE fu.id = m.user_id AND" USERS_MATCH("fu") ")"
 #define COUNT_KEPT                                                                                 \
     "(SELECT COALESCE(sum(m.n), 0)::bigint FROM organization_member_counts m, v"                   \
     " WHERE" MEMBER_KEYS("m") ")"
 #define COUNT_ROWS(users)                                                                          \
     "(SELECT count(*) FROM organization_memberships m, v WHERE" MEMBER_KEYS("m") users ")"
 
-/* The user columns come from a per-row subquery (a primary-key probe for each of the at most
- * 1000 rows of the page): as a join, the planner tends to hash the whole users table. */
-#define MEMBER_LIST_SQL(users, count)                                                              \
-    "WITH " ACC_CTE ","                                                                            \
+#define MEMBER_V_CTE                                                                               \
     " v AS (SELECT CASE WHEN $3::boolean OR my_role = 'OrganizationAdmin' THEN 'all'"              \
-    "   ELSE my_role END AS v FROM ok)"                                                            \
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg((SELECT json_build_object("       \
+    "   ELSE my_role END AS v FROM ok)"
+/* One member list item for the page row p. The user columns come from a per-row subquery (a
+ * primary-key probe for each of the at most 1000 rows of the page): as a join, the planner
+ * tends to hash the whole users table. */
+#define MEMBER_ITEM_AGG                                                                            \
+    "json_agg((SELECT json_build_object("                                                          \
     "   'id', u.id, 'email', u.email, 'status', u.status, 'firstName', u.first_name,"              \
     "   'lastName', u.last_name, 'avatarUrl', u.avatar_url,"                                       \
     "   'roleInOrganization', p.role_in_organization, 'isPrimary', p.is_primary,"                  \
     "   'membershipStatus', p.membership_status, 'joinedAt', iso(p.joined_at))"                    \
-    "   FROM users u WHERE u.id = p.user_id) ORDER BY p.joined_at, p.user_id)"                     \
+    "   FROM users u WHERE u.id = p.user_id) ORDER BY p.joined_at, p.user_id)"
+
+#define MEMBER_LIST_SQL(users, count)                                                              \
+    "WITH " ACC_CTE "," MEMBER_V_CTE                                                               \
+    " SELECT json_build_object('data', COALESCE((SELECT " MEMBER_ITEM_AGG                          \
     "   FROM (SELECT m.* FROM organization_memberships m, v WHERE" MEMBER_KEYS("m") users          \
         "   ORDER BY m.joined_at, m.user_id LIMIT $9::int OFFSET $10::int) p), '[]'::json),"       \
         "   'meta', json_build_object('total_count', " count "))," ACC_COLS
@@ -180,7 +191,24 @@ static const char SQL_ORG_ARCHIVE[] =
 static const char SQL_MEMBER_LIST[] = MEMBER_LIST_SQL(USERS_NONE, COUNT_KEPT);
 static const char SQL_MEMBER_LIST_STATUS[] =
     MEMBER_LIST_SQL(USERS_STATUS, COUNT_ROWS(USERS_STATUS));
-static const char SQL_MEMBER_SEARCH[] = MEMBER_LIST_SQL(USERS_SEARCH, COUNT_ROWS(USERS_SEARCH));
+static const char SQL_MEMBER_SEARCH_SHORT[] = MEMBER_LIST_SQL(USERS_SHORT, COUNT_ROWS(USERS_SHORT));
+/* The MATERIALIZED CTEs fix the order: matching users first, then their memberships here. */
+static const char SQL_MEMBER_SEARCH[] =
+    "WITH " ACC_CTE "," MEMBER_V_CTE ","
+    " su AS MATERIALIZED (SELECT su.id FROM users su WHERE" USERS_MATCH(
+        "su") "),"
+              /* LIMIT 1 (the key is unique) keeps the lateral subquery a key probe per matching
+                 user. */
+              " f AS MATERIALIZED (SELECT m.* FROM su CROSS JOIN LATERAL (SELECT * FROM"
+              "   organization_memberships om WHERE om.organization_id = $1::uuid AND om.user_id = "
+              "su.id"
+              "   LIMIT 1) m, v WHERE" MEMBER_KEYS(
+                  "m") ")"
+                       " SELECT json_build_object('data', COALESCE((SELECT " MEMBER_ITEM_AGG
+                       "   FROM (SELECT * FROM f ORDER BY joined_at, user_id LIMIT $9::int OFFSET "
+                       "$10::int) p),"
+                       "   '[]'::json), 'meta', json_build_object('total_count', (SELECT count(*) "
+                       "FROM f)))," ACC_COLS;
 
 /* $5 user, $6 role, $7 isPrimary. The user's current organization is set when they have none. */
 static const char SQL_MEMBER_ADD[] =
@@ -597,9 +625,13 @@ static void list_members(http_req_t *req)
     params[7] = search;
     params[8] = limit;
     params[9] = offset;
-    const char *sql = search   ? SQL_MEMBER_SEARCH
-                      : status ? SQL_MEMBER_LIST_STATUS
-                               : SQL_MEMBER_LIST;
+    /* Three characters make a trigram (the pattern is the term wrapped in two '%'). */
+    const char *sql = SQL_MEMBER_LIST;
+    if (search)
+        sql = text_cp_count(search + 1, strlen(search) - 2) >= 3 ? SQL_MEMBER_SEARCH
+                                                                 : SQL_MEMBER_SEARCH_SHORT;
+    else if (status)
+        sql = SQL_MEMBER_LIST_STATUS;
     db_req_query(req, sql, 10, params, on_member_list);
 }
 

@@ -178,7 +178,11 @@ def test_list_filters_search_paging(make_org, psql):
     assert ids(admin.get_json(p + "?search=" + email_part.upper())) == [people[3]["id"]]
     assert admin.get_json(p + "?search=" + tag)["meta"]["total_count"] == 4
     assert admin.get_json(p + "?search=" + tag + "&role=Teacher")["meta"]["total_count"] == 2
+    assert ids(admin.get_json(p + "?search=tU")) == [people[2]["id"]]  # short terms too
+    assert ids(admin.get_json(p + "?search=" + tag + "&status=active&role=Teacher")) == [
+        people[1]["id"], people[2]["id"]]
     assert admin.get_json(p + "?search=%25")["meta"]["total_count"] == 0  # wildcard is literal
+    assert admin.get_json(p + "?search=a_a")["meta"]["total_count"] == 0
     assert admin.get_json(p + "?search=   ")["meta"]["total_count"] == 5  # blank: no filter
     # User status and membership status filters.
     psql("UPDATE users SET status = 'suspended' WHERE id = :'id'", id=people[0]["id"])
