@@ -7,6 +7,7 @@
 #   1. GET /api/organizations/:id/users?limit=100
 #   2. GET /api/organizations/:id/users?limit=100&search=lovelace   (200 matches)
 #   3. GET /api/users?limit=100&search=lovelace                      (when the route exists)
+# plus GET /api/users/me as the floor (session guard only) for comparison.
 # and prints p50 / p99 / requests per second of each.
 #
 # Environment:
@@ -56,6 +57,8 @@ run() {
 }
 
 echo "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency, $MEMBERS members, $(nproc) cores"
+# The floor: a route that runs only the session guard (one query) and no statement of its own.
+run "floor: users/me" "$COACHD_URL/api/users/me"
 run "members?limit=100" "$COACHD_URL/api/organizations/$ORG/users?limit=100"
 run "members?search=$SEARCH" "$COACHD_URL/api/organizations/$ORG/users?limit=100&search=$SEARCH"
 run "users?search=$SEARCH" "$COACHD_URL/api/users?limit=100&search=$SEARCH"

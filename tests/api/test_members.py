@@ -42,6 +42,8 @@ def test_add_member(make_org):
     assert d["organizationId"] == org.id and d["userId"] == u["id"]
     assert d["roleInOrganization"] == "Coach" and d["isPrimary"] is False
     assert d["membershipStatus"] == "active" and ISO.match(d["joinedAt"])
+    listed = admin.get_json(users_path(org.id) + "?role=Coach")["data"]
+    assert [(m["id"], m["joinedAt"]) for m in listed] == [(u["id"], d["joinedAt"])]
     # First active membership of a user without a current organization: it becomes current.
     assert c.get_json("/api/users/me")["data"]["currentOrganizationId"] == org.id
     me = c.get_json("/api/users/me")["data"]
