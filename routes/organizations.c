@@ -17,10 +17,13 @@
  * Redis channel "user:<userId>:control" after the statement committed, so the user's open event
  * streams can close; the next request already fails (the guard requires an active membership).
  */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json.h"
+#include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
 #include "domain/ids.h"
@@ -168,6 +171,10 @@ static const char SQL_ORG_ARCHIVE[] =
 #define COUNT_ROWS(users)                                                                          \
     "(SELECT count(*) FROM organization_memberships m, v WHERE" MEMBER_KEYS("m") users ")"
 
+/* The organization's member-list version (migration 0003); NULL before its first membership. */
+#define MEMBER_VERSION                                                                             \
+    "(SELECT version FROM organization_list_versions WHERE organization_id = $1::uuid)"
+
 #define MEMBER_V_CTE                                                                               \
     " v AS (SELECT CASE WHEN $3::boolean OR my_role = 'OrganizationAdmin' THEN 'all'"              \
     "   ELSE my_role END AS v FROM ok)"
@@ -176,16 +183,18 @@ static const char SQL_ORG_ARCHIVE[] =
  * The member list answers rows, rendered to JSON in C (on_member_list): building 100 JSON
  * objects and ISO timestamps in PostgreSQL costs several times the query itself, and this is
  * the hot read of the area. Columns: 0 total_count, 1-2 the ACC_COLS, then one member per row
- * (3 id .. 12 joinedAt in epoch milliseconds); a page without members is one row whose member
- * columns are NULL. `page` yields the page's memberships as m; each user is a key probe (LIMIT 1
- * keeps the lateral subquery from turning into a hash over every user).
+ * (3 id .. 12 joinedAt in epoch milliseconds), 13 the member-list version read in the same
+ * snapshot; a page without members is one row whose member columns are NULL. `page` yields the
+ * page's memberships as m; each user is a key probe (LIMIT 1 keeps the lateral subquery from
+ * turning into a hash over every user).
  */
 #define MEMBER_ROWS_SQL(with, page, count)                                                         \
     "WITH " ACC_CTE "," MEMBER_V_CTE with                                                          \
     " SELECT h.total, h.e, h.r, p.user_id, p.email, p.status, p.first_name, p.last_name,"          \
-    "   p.avatar_url, p.role_in_organization, p.is_primary, p.membership_status, p.joined_ms"      \
+    "   p.avatar_url, p.role_in_organization, p.is_primary, p.membership_status, p.joined_ms,"     \
+    "   h.ver"                                                                                     \
     " FROM (SELECT " count " AS total, EXISTS (SELECT 1 FROM acc) AS e,"                           \
-    "   (SELECT my_role FROM acc) AS r) h"                                                         \
+    "   (SELECT my_role FROM acc) AS r, " MEMBER_VERSION " AS ver) h"                              \
     " LEFT JOIN LATERAL (SELECT m.user_id, u.email, u.status, u.first_name, u.last_name,"          \
     "   u.avatar_url, m.role_in_organization, m.is_primary, m.membership_status, m.joined_at,"     \
     "   floor(extract(epoch FROM m.joined_at) * 1000)::bigint AS joined_ms"                        \
@@ -213,6 +222,9 @@ static const char SQL_MEMBER_SEARCH[] = MEMBER_ROWS_SQL(
               "   LIMIT 1) m, v WHERE" MEMBER_KEYS("m") ")",
     "SELECT * FROM f ORDER BY joined_at, user_id LIMIT $9::int OFFSET $10::int",
     "(SELECT count(*) FROM f)");
+
+/* Revalidates a cached member list: column 0 the current version, 1-2 the ACC_COLS. */
+static const char SQL_MEMBER_CHECK[] = "WITH " ACC_CTE " SELECT " MEMBER_VERSION "," ACC_COLS;
 
 /* $5 user, $6 role, $7 isPrimary. The user's current organization is set when they have none. */
 static const char SQL_MEMBER_ADD[] =
@@ -599,6 +611,83 @@ static void delete_org(http_req_t *req)
 
 /* ---- members ---- */
 
+/*
+ * Rendered member lists, per worker process. A list is cached under its visibility class,
+ * organization and query, with the organization's member-list version it was read with; a
+ * request reuses it only after a one-row query confirms that version is still current (and the
+ * caller's access), so a reuse never shows anything a fresh read would not. Direct-mapped: a
+ * colliding key replaces the slot.
+ */
+#define MEMBER_CACHE_SLOTS 256
+#define MEMBER_CACHE_MAX_BODY (512 * 1024)
+#define NO_VERSION (-1) /* the organization has no version row yet */
+
+typedef struct member_cache_entry {
+    char *key; /* NULL: empty slot */
+    long long version;
+    char *body;
+    size_t len;
+} member_cache_entry_t;
+
+static member_cache_entry_t member_cache[MEMBER_CACHE_SLOTS];
+
+static member_cache_entry_t *member_cache_slot(const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &member_cache[h % MEMBER_CACHE_SLOTS];
+}
+
+static member_cache_entry_t *member_cache_get(const char *key)
+{
+    member_cache_entry_t *e = member_cache_slot(key);
+    return e->key && strcmp(e->key, key) == 0 ? e : NULL;
+}
+
+static void member_cache_put(const char *key, long long version, const char *body, size_t len)
+{
+    if (len > MEMBER_CACHE_MAX_BODY) return;
+    member_cache_entry_t *e = member_cache_slot(key);
+    free(e->key);
+    free(e->body);
+    e->key = xstrdup(key);
+    e->version = version;
+    e->body = xmalloc(len);
+    memcpy(e->body, body, len);
+    e->len = len;
+}
+
+typedef struct member_list {
+    const char *params[10];
+    const char *sql;
+    const char *key; /* cache key, or NULL when the visibility class is not known up front */
+} member_list_t;
+
+/* The visibility class of a caller with role r in the organization ("all", "Manager",
+ * "Coach"), or NULL when r may not list members. */
+static const char *member_visibility(role_t r)
+{
+    if (role_is_global(r) || r == ROLE_ORG_ADMIN) return "all";
+    if (r == ROLE_MANAGER) return "Manager";
+    if (r == ROLE_COACH) return "Coach";
+    return NULL;
+}
+
+/* True when the cache key was built for the visibility class of role r (the caller's role may
+ * have changed since the guard ran). */
+static bool key_matches_role(const char *key, role_t r)
+{
+    const char *vis = member_visibility(r);
+    size_t n = vis ? strlen(vis) : 0;
+    return key && vis && strncmp(key, vis, n) == 0 && key[n] == '\x1f';
+}
+
+static long long row_version(const db_result_t *r, int col)
+{
+    return db_isnull(r, 0, col) ? NO_VERSION : db_getll(r, 0, col, NO_VERSION);
+}
+
 static void json_member_str(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
     buf_printf(b, ",\"%s\":", key);
@@ -608,7 +697,9 @@ static void json_member_str(buf_t *b, const char *key, const db_result_t *r, int
 static void on_member_list(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!org_access_or_reply(req, r, ROLE_COACH)) return;
+    role_t role = org_access_or_reply(req, r, ROLE_COACH);
+    if (!role) return;
+    member_list_t *st = req->data;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
@@ -630,7 +721,23 @@ static void on_member_list(http_req_t *req, db_result_t *r)
         buf_printf(&b, ",\"joinedAt\":\"%s\"}", joined);
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", db_getll(r, 0, 0, 0));
+    if (key_matches_role(st->key, role))
+        member_cache_put(st->key, row_version(r, 13), b.data, b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void on_member_check(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    role_t role = org_access_or_reply(req, r, ROLE_COACH);
+    if (!role) return;
+    member_list_t *st = req->data;
+    member_cache_entry_t *e = member_cache_get(st->key);
+    if (e && e->version == row_version(r, 0) && key_matches_role(st->key, role)) {
+        http_reply_jsonn(req, 200, e->body, e->len);
+        return;
+    }
+    db_req_query(req, st->sql, 10, st->params, on_member_list);
 }
 
 static void list_members(http_req_t *req)
@@ -648,22 +755,42 @@ static void list_members(http_req_t *req)
     const char *mstatus =
         query_enum(req, &v, "membershipStatus", MEMBER_STATUSES, "must be active or disabled");
     if (verr_reply(req, &v)) return;
-    const char *params[10];
-    acc_params(req, params, id, ROLES_COACH);
-    params[4] = role;
-    params[5] = status;
-    params[6] = mstatus;
-    params[7] = search;
-    params[8] = limit;
-    params[9] = offset;
+    member_list_t *st = arena_calloc(&req->arena, sizeof(*st));
+    req->data = st;
+    acc_params(req, st->params, id, ROLES_COACH);
+    st->params[4] = role;
+    st->params[5] = status;
+    st->params[6] = mstatus;
+    st->params[7] = search;
+    st->params[8] = limit;
+    st->params[9] = offset;
     /* Three characters make a trigram (the pattern is the term wrapped in two '%'). */
-    const char *sql = SQL_MEMBER_LIST;
+    st->sql = SQL_MEMBER_LIST;
     if (search)
-        sql = text_cp_count(search + 1, strlen(search) - 2) >= 3 ? SQL_MEMBER_SEARCH
-                                                                 : SQL_MEMBER_SEARCH_SHORT;
+        st->sql = text_cp_count(search + 1, strlen(search) - 2) >= 3 ? SQL_MEMBER_SEARCH
+                                                                     : SQL_MEMBER_SEARCH_SHORT;
     else if (status)
-        sql = SQL_MEMBER_LIST_STATUS;
-    db_req_query(req, sql, 10, params, on_member_list);
+        st->sql = SQL_MEMBER_LIST_STATUS;
+
+    /* The visibility class is known up front for global callers and in the active organization
+     * (whose role the guard just read); other callers always read afresh. */
+    caller_t *c = context_caller(req);
+    const char *vis = NULL;
+    if (c->global_role != ROLE_NONE)
+        vis = member_visibility(c->global_role);
+    else if (c->org_id && strcmp(c->org_id, id) == 0)
+        vis = member_visibility(c->org_role);
+    if (vis) {
+        /* Fields are separated by 0x1f, which no validated value contains. */
+        st->key = arena_printf(&req->arena, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", vis, id,
+                               role ? role : "", status ? status : "", mstatus ? mstatus : "",
+                               search ? search : "", limit, offset);
+        if (member_cache_get(st->key)) {
+            db_req_query(req, SQL_MEMBER_CHECK, 4, st->params, on_member_check);
+            return;
+        }
+    }
+    db_req_query(req, st->sql, 10, st->params, on_member_list);
 }
 
 static void on_member_added(http_req_t *req, db_result_t *r)

@@ -39,9 +39,38 @@ INSERT INTO organization_member_counts
 SELECT organization_id, role_in_organization, membership_status, count(*)
 FROM organization_memberships GROUP BY 1, 2, 3;
 
+-- Member-list versions: a number per organization that changes in the same transaction as
+-- anything a member list shows (a membership of the organization, or the email, name, status or
+-- avatar of one of its members). coachd keeps rendered member lists in memory and reuses one
+-- while the version it was read with is still current, so a reuse never shows stale data.
+CREATE SEQUENCE organization_list_version_seq;
+CREATE TABLE organization_list_versions (
+    organization_id uuid PRIMARY KEY,
+    version         bigint NOT NULL
+);
+INSERT INTO organization_list_versions
+SELECT organization_id, nextval('organization_list_version_seq')
+FROM (SELECT DISTINCT organization_id FROM organization_memberships) d;
+
+CREATE FUNCTION organization_list_versions_bump(orgs uuid[]) RETURNS void
+    LANGUAGE sql AS $$
+    INSERT INTO organization_list_versions AS v
+    SELECT o, nextval('organization_list_version_seq')
+    FROM (SELECT DISTINCT unnest(orgs) AS o ORDER BY 1) d
+    ON CONFLICT (organization_id) DO UPDATE SET version = EXCLUDED.version
+$$;
+
 CREATE FUNCTION organization_member_counts_apply() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM organization_list_versions_bump(ARRAY(SELECT organization_id FROM new_rows));
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM organization_list_versions_bump(ARRAY(SELECT organization_id FROM old_rows));
+    ELSE
+        PERFORM organization_list_versions_bump(ARRAY(SELECT organization_id FROM new_rows
+            UNION SELECT organization_id FROM old_rows));
+    END IF;
     IF TG_OP = 'INSERT' THEN
         INSERT INTO organization_member_counts AS c
         SELECT organization_id, role_in_organization, membership_status, count(*)
@@ -77,3 +106,21 @@ CREATE TRIGGER organization_member_counts_upd AFTER UPDATE ON organization_membe
 CREATE TRIGGER organization_member_counts_del AFTER DELETE ON organization_memberships
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION organization_member_counts_apply();
+
+-- A member's profile change shows in every member list of their organizations.
+CREATE FUNCTION organization_list_versions_user() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM organization_list_versions_bump(ARRAY(
+        SELECT organization_id FROM organization_memberships WHERE user_id = NEW.id));
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER organization_list_versions_user AFTER UPDATE ON users
+    FOR EACH ROW
+    WHEN (OLD.email IS DISTINCT FROM NEW.email OR OLD.status IS DISTINCT FROM NEW.status
+          OR OLD.first_name IS DISTINCT FROM NEW.first_name
+          OR OLD.last_name IS DISTINCT FROM NEW.last_name
+          OR OLD.avatar_url IS DISTINCT FROM NEW.avatar_url)
+    EXECUTE FUNCTION organization_list_versions_user();

@@ -400,3 +400,44 @@ def test_total_count_matches_rows_after_changes(make_org, psql_value):
     kept = psql_value("SELECT sum(n) FROM organization_member_counts WHERE organization_id = :'o'",
                       o=org.id)
     assert real == kept == "7"
+
+
+def test_list_never_stale(make_org, psql):
+    """Member lists may be served from memory; every change that shows in them must show at
+    once: user profile fields (whoever changes them), memberships, the caller's own role."""
+    org = make_org()
+    admin, mgr = org.clients["OrganizationAdmin"], org.clients["Manager"]
+    p = users_path(org.id)
+    uid = org.users["Teacher"]["id"]
+
+    def teacher(client=admin):
+        return [m for m in client.get_json(p)["data"] if m["id"] == uid][0]
+
+    for _ in range(2):  # the second read may come from memory
+        assert teacher()["firstName"] == "Member"
+        assert teacher(mgr)["firstName"] == "Member"
+    psql("UPDATE users SET first_name = 'Renamed', avatar_url = 'https://x.example/a.png'"
+         " WHERE id = :'id'", id=uid)
+    t = teacher()
+    assert t["firstName"] == "Renamed" and t["avatarUrl"] == "https://x.example/a.png"
+    assert teacher(mgr)["firstName"] == "Renamed"
+    psql("UPDATE users SET status = 'suspended', email = :'e' WHERE id = :'id'",
+         id=uid, e="changed-" + org.users["Teacher"]["email"])
+    t = teacher()
+    assert t["status"] == "suspended" and t["email"].startswith("changed-")
+    admin.patch_json(users_path(org.id, uid), {"isPrimary": True})
+    assert teacher()["isPrimary"] is True
+    # The caller's own role: promoted, then demoted.
+    assert all(m["roleInOrganization"] != "OrganizationAdmin" for m in mgr.get_json(p)["data"])
+    admin.patch_json(users_path(org.id, org.users["Manager"]["id"]),
+                     {"roleInOrganization": "OrganizationAdmin"})
+    assert any(m["roleInOrganization"] == "OrganizationAdmin" for m in mgr.get_json(p)["data"])
+    admin.patch_json(users_path(org.id, org.users["Manager"]["id"]), {"roleInOrganization": "Teacher"})
+    assert_error(mgr.get(p), 403, "FORBIDDEN")
+    # Removed from the organization: the cached list is not served.
+    coach = org.clients["Coach"]
+    assert coach.get_json(p)["meta"]["total_count"] == 2  # the teacher and the demoted manager
+    admin.delete_json(users_path(org.id, org.users["Coach"]["id"]))
+    assert_error(coach.get(p), 403, "FORBIDDEN")
+    coach.org(None)
+    assert_error(coach.get(p), 403, "FORBIDDEN")
