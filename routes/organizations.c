@@ -56,6 +56,7 @@ static void add_member(http_req_t *req);
 static void patch_member(http_req_t *req);
 static void delete_member(http_req_t *req);
 
+/* clang-format off: SQL text is laid out by hand. */
 /* ---- SQL building blocks ---- */
 
 /* The Organization resource of INTERFACE.md for a row alias. */
@@ -238,7 +239,8 @@ static const char SQL_MEMBER_ADD[] =
                " cur AS (UPDATE users cu SET current_organization_id = ins.organization_id FROM ins"
                "   WHERE cu.id = ins.user_id AND cu.current_organization_id IS NULL)"
                " SELECT (SELECT json_build_object('data', " MEMBER_JSON(
-                   "ins", "joinedAt", "joined_at") ") FROM ins)," ACC_COLS
+                   "ins", "joinedAt", "joined_at") ")"
+                                                   "   FROM ins)," ACC_COLS
                                                    ", EXISTS (SELECT 1 FROM tu)";
 
 /*
@@ -268,9 +270,12 @@ static const char SQL_MEMBER_UPDATE[] =
                "   AND cu.current_organization_id IS NULL) OR (upd.membership_status = 'disabled'"
                "   AND cu.current_organization_id = upd.organization_id)))"
                " SELECT (SELECT json_build_object('data', " MEMBER_JSON(
-                   "upd", "updatedAt", "updated_at") ") FROM upd)," ACC_COLS
+                   "upd", "updatedAt", "updated_at") ")"
+                                                     "   FROM upd)," ACC_COLS
                                                      ", (SELECT membership_status FROM old),"
                                                      " (SELECT membership_status FROM upd)";
+
+/* clang-format on */
 
 /* ---- helpers ---- */
 
@@ -620,7 +625,8 @@ static void delete_org(http_req_t *req)
  */
 #define MEMBER_CACHE_SLOTS 256
 #define MEMBER_CACHE_MAX_BODY (512 * 1024)
-#define NO_VERSION (-1) /* the organization has no version row yet */
+#define MEMBER_CACHE_MAX_BYTES (16 * 1024 * 1024) /* bodies held per worker */
+#define NO_VERSION (-1)                           /* the organization has no version row yet */
 
 typedef struct member_cache_entry {
     char *key; /* NULL: empty slot */
@@ -630,6 +636,7 @@ typedef struct member_cache_entry {
 } member_cache_entry_t;
 
 static member_cache_entry_t member_cache[MEMBER_CACHE_SLOTS];
+static size_t member_cache_bytes;
 
 static member_cache_entry_t *member_cache_slot(const char *key)
 {
@@ -651,6 +658,10 @@ static void member_cache_put(const char *key, long long version, const char *bod
     member_cache_entry_t *e = member_cache_slot(key);
     free(e->key);
     free(e->body);
+    member_cache_bytes -= e->len;
+    *e = (member_cache_entry_t){0};
+    if (member_cache_bytes + len > MEMBER_CACHE_MAX_BYTES) return;
+    member_cache_bytes += len;
     e->key = xstrdup(key);
     e->version = version;
     e->body = xmalloc(len);
