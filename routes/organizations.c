@@ -2,7 +2,8 @@
  * Organizations and their members under /api/organizations (the invite endpoints live in
  * routes/invites.c).
  *
- * Every handler runs one statement. Routes on one organization (:id) run with AUTH_SESSION and
+ * Every handler runs one statement (the member list: a one-row version check first when it holds
+ * the page in its cache, see member_cache below). Routes on one organization (:id) run with AUTH_SESSION and
  * check the caller against :id inside that statement (the ACC_CTE below): a caller with a global
  * role may act on any existing organization (404 when it does not exist); anyone else needs an
  * active membership in :id with a role the route admits (403 otherwise, whether or not the
@@ -12,6 +13,8 @@
  *
  * Member visibility (GET .../users): PlatformAdmin, Owner and OrganizationAdmin see every member;
  * a Manager every member except OrganizationAdmins; a Coach only active Teacher memberships.
+ * The member list is the hot read (docs/performance.md): its total comes from trigger-kept
+ * counts, its rows are rendered to JSON here, and rendered pages are cached per worker.
  *
  * Disabling a membership publishes {"type":"membership-disabled","organizationId":...} on the
  * Redis channel "user:<userId>:control" after the statement committed, so the user's open event
