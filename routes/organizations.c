@@ -3,10 +3,10 @@
  * routes/invites.c).
  *
  * Every handler runs one statement (the member list: a one-row version check first when it holds
- * the page in its cache, see member_cache below). Routes on one organization (:id) run with AUTH_SESSION and
- * check the caller against :id inside that statement (the ACC_CTE below): a caller with a global
- * role may act on any existing organization (404 when it does not exist); anyone else needs an
- * active membership in :id with a role the route admits (403 otherwise, whether or not the
+ * the page in its cache, see member_cache below). Routes on one organization (:id) run with
+ * AUTH_SESSION and check the caller against :id inside that statement (the ACC_CTE below): a caller
+ * with a global role may act on any existing organization (404 when it does not exist); anyone else
+ * needs an active membership in :id with a role the route admits (403 otherwise, whether or not the
  * organization exists, so the answer reveals nothing about other organizations). Writes are
  * gated by the same check in the same statement, so a membership change that races with the
  * request can never let a write through.
