@@ -78,10 +78,19 @@ static const char SQL_GET[] =
 
 /* Search ($1, LIKE-escaped), status ($2), role ($3), limit ($4), offset ($5), caller's active
  * organization ($6). Every user; orgRoles lists every membership. */
+/* The search runs first, on its own, through the trigram indexes of migration 0003 (the same
+ * expressions: lower(email), lower(user_display_name(...))); materializing it keeps PostgreSQL's
+ * generic plan for this prepared statement from scanning every user instead. A NULL $1 skips it. */
+#define USER_SEARCH                                                                                \
+    " su AS MATERIALIZED (SELECT id FROM users WHERE $1::text IS NOT NULL"                         \
+    "   AND (lower(email) LIKE '%' || lower($1) || '%'"                                             \
+    "     OR lower(user_display_name(first_name, last_name)) LIKE '%' || lower($1) || '%')),"
+#define USER_MATCHES(u) " ($1::text IS NULL OR " u ".id IN (SELECT id FROM su))"
+
 static const char SQL_LIST_ALL[] =
-    "WITH f AS (SELECT u.* FROM users u"
-    "   WHERE ($1::text IS NULL OR lower(u.email) LIKE '%' || lower($1) || '%'"
-    "       OR lower(concat_ws(' ', u.first_name, u.last_name)) LIKE '%' || lower($1) || '%')"
+    "WITH" USER_SEARCH
+    " f AS (SELECT u.* FROM users u"
+    "   WHERE" USER_MATCHES("u")
     "     AND ($2::text IS NULL OR u.status = $2)"
     "     AND ($3::text IS NULL OR u.global_role = $3 OR EXISTS (SELECT 1"
     "       FROM organization_memberships r WHERE r.user_id = u.id"
@@ -104,26 +113,37 @@ static const char SQL_LIST_ALL[] =
     "     ORDER BY u.created_at DESC, u.id DESC) FROM p u), '[]'::json),"
     "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))";
 
-/* As SQL_LIST_ALL, limited to the members (any membership status) of organization $6;
- * $7 hides OrganizationAdmins and users with a global role (Manager callers). */
+/* As SQL_LIST_ALL, for the members of one organization (below). $1 is only matched in the
+ * search variant; the always-true test keeps it typed in both. */
+#define SQL_LIST_ORG_BODY(FROM_)                                                                   \
+    " f AS (SELECT u.id, u.email, u.status, u.global_role, u.first_name, u.last_name,"             \
+    "     u.avatar_url, u.created_at, m.role_in_organization, m.membership_status"                 \
+    "   FROM " FROM_ " WHERE m.organization_id = $6::uuid"                                          \
+    "     AND (NOT $7::boolean OR (m.role_in_organization <> 'OrganizationAdmin'"                  \
+    "       AND u.global_role IS NULL))"                                                           \
+    "     AND ($1::text IS NULL OR $1 IS NOT NULL)"                                                \
+    "     AND ($2::text IS NULL OR u.status = $2)"                                                 \
+    "     AND ($3::text IS NULL OR m.role_in_organization = $3)),"                                 \
+    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET $5::int)"       \
+    " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("               \
+    "     'id', p.id, 'email', p.email, 'status', p.status, 'globalRole', p.global_role,"          \
+    "     'firstName', p.first_name, 'lastName', p.last_name, 'avatarUrl', p.avatar_url,"          \
+    "     'role', p.role_in_organization, 'membershipStatus', p.membership_status)"                \
+    "     ORDER BY p.created_at DESC, p.id DESC) FROM p), '[]'::json),"                            \
+    "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))"
+
+/* Members of organization $6 (any membership status); $7 hides OrganizationAdmins and users with
+ * a global role (Manager callers). With a search the matching users come first (a few hundred
+ * at most, through the trigram indexes) and their memberships and rows are probed by key (the
+ * OFFSET 0 fences keep the planner from turning the probes into scans of the whole organization);
+ * without one the organization's memberships are walked. */
 static const char SQL_LIST_ORG[] =
-    "WITH f AS (SELECT u.id, u.email, u.status, u.global_role, u.first_name, u.last_name,"
-    "     u.avatar_url, u.created_at, m.role_in_organization, m.membership_status"
-    "   FROM organization_memberships m JOIN users u ON u.id = m.user_id"
-    "   WHERE m.organization_id = $6::uuid"
-    "     AND (NOT $7::boolean OR (m.role_in_organization <> 'OrganizationAdmin'"
-    "       AND u.global_role IS NULL))"
-    "     AND ($1::text IS NULL OR lower(u.email) LIKE '%' || lower($1) || '%'"
-    "       OR lower(concat_ws(' ', u.first_name, u.last_name)) LIKE '%' || lower($1) || '%')"
-    "     AND ($2::text IS NULL OR u.status = $2)"
-    "     AND ($3::text IS NULL OR m.role_in_organization = $3)),"
-    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET $5::int)"
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("
-    "     'id', p.id, 'email', p.email, 'status', p.status, 'globalRole', p.global_role,"
-    "     'firstName', p.first_name, 'lastName', p.last_name, 'avatarUrl', p.avatar_url,"
-    "     'role', p.role_in_organization, 'membershipStatus', p.membership_status)"
-    "     ORDER BY p.created_at DESC, p.id DESC) FROM p), '[]'::json),"
-    "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))";
+    "WITH" SQL_LIST_ORG_BODY("organization_memberships m JOIN users u ON u.id = m.user_id");
+static const char SQL_LIST_ORG_SEARCH[] =
+    "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
+        "su CROSS JOIN LATERAL (SELECT * FROM organization_memberships m1"
+        " WHERE m1.organization_id = $6::uuid AND m1.user_id = su.id OFFSET 0) m"
+        " CROSS JOIN LATERAL (SELECT * FROM users u1 WHERE u1.id = su.id OFFSET 0) u");
 
 static const char SQL_CREATE[] =
     "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"
@@ -583,7 +603,7 @@ static void list_users(http_req_t *req)
     } else {
         const char *params[] = {
             search, status, role, lim, off, c->org_id, c->org_role == ROLE_MANAGER ? "t" : "f"};
-        db_req_query(req, SQL_LIST_ORG, 7, params, list_on_rows);
+        db_req_query(req, search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG, 7, params, list_on_rows);
     }
 }
 
