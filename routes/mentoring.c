@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "domain/mail_templates.h"
+#include "domain/timefmt.h"
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "rt/events.h"
@@ -43,6 +44,56 @@ bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **o
     *limit = arena_printf(&req->arena, "%d", l);
     *offset = arena_printf(&req->arena, "%d", o);
     return true;
+}
+
+void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col)
+{
+    if (db_isnull(r, row, col)) {
+        buf_append(b, "null", 4);
+        return;
+    }
+    char out[TIMEFMT_LEN + 3];
+    out[0] = '"';
+    timefmt_format(db_getll(r, row, col, 0), out + 1);
+    out[TIMEFMT_LEN + 1] = '"';
+    out[TIMEFMT_LEN + 2] = '\0';
+    buf_append(b, out, TIMEFMT_LEN + 2);
+}
+
+static void member_str(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    buf_json_str(b, db_get(r, row, col));
+}
+
+void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col)
+{
+    member_str(b, "\"id\":", r, row, col);
+    member_str(b, ",\"organizationId\":", r, row, col + 1);
+    member_str(b, ",\"coachId\":", r, row, col + 2);
+    member_str(b, ",\"teacherId\":", r, row, col + 3);
+    member_str(b, ",\"status\":", r, row, col + 4);
+    member_str(b, ",\"title\":", r, row, col + 5);
+    member_str(b, ",\"description\":", r, row, col + 6);
+    member_str(b, ",\"notes\":", r, row, col + 7);
+    buf_puts(b, ",\"createdAt\":");
+    mentoring_json_time(b, r, row, col + 8);
+    buf_puts(b, ",\"updatedAt\":");
+    mentoring_json_time(b, r, row, col + 9);
+}
+
+void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
+{
+    if (db_isnull(r, row, col)) {
+        buf_append(b, "null", 4);
+        return;
+    }
+    member_str(b, "{\"id\":", r, row, col);
+    member_str(b, ",\"email\":", r, row, col + 1);
+    member_str(b, ",\"firstName\":", r, row, col + 2);
+    member_str(b, ",\"lastName\":", r, row, col + 3);
+    member_str(b, ",\"avatarUrl\":", r, row, col + 4);
+    buf_putc(b, '}');
 }
 
 static const char *jstr(json_t *o, const char *key)

@@ -6,7 +6,9 @@
 #pragma once
 #include <stdbool.h>
 
+#include "core/buf.h"
 #include "core/http.h"
+#include "db/db.h"
 #include "routes/context.h"
 
 #define MENTORING_LIMIT_DEFAULT 50
@@ -18,6 +20,36 @@ bool mentoring_is_manager(const caller_t *c);
 /* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as
  * decimal text into the arena. On failure replies 400 VALIDATION_ERROR and returns false. */
 bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset);
+
+/*
+ * Lists render their items in C from plain columns (as the member list does): building the
+ * objects with json_build_object and iso() in PostgreSQL cost more than the query itself.
+ * Timestamps are selected as epoch milliseconds (floor, so that they match iso(), which
+ * truncates to milliseconds) and written with timefmt_format.
+ */
+#define MENTORING_MS(col) "floor(extract(epoch FROM " col ") * 1000)::bigint"
+
+/* The MENTORING_MENTORSHIP_NCOLS columns of a mentorship m, notes shown when `show` (SQL
+ * boolean) is true. */
+#define MENTORING_MENTORSHIP_COLS(m, show)                                                         \
+    m ".id, " m ".organization_id, " m ".coach_id, " m ".teacher_id, " m ".status, " m ".title, " \
+    m ".description, CASE WHEN " show " THEN " m ".notes END, " MENTORING_MS(m ".created_at")    \
+    ", " MENTORING_MS(m ".updated_at")
+#define MENTORING_MENTORSHIP_NCOLS 10
+
+/* The MENTORING_USER_NCOLS columns of a user u (coach or teacher brief). */
+#define MENTORING_USER_COLS(u)                                                                     \
+    u ".id, " u ".email, " u ".first_name, " u ".last_name, " u ".avatar_url"
+#define MENTORING_USER_NCOLS 5
+
+/* Appends the members of a Mentorship (id .. updatedAt, no braces) from the columns of
+ * MENTORING_MENTORSHIP_COLS starting at col. */
+void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col);
+/* Appends the user brief object {id, email, firstName, lastName, avatarUrl} from the columns
+ * of MENTORING_USER_COLS starting at col, or null when the id is NULL. */
+void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col);
+/* Appends ms as a JSON ISO 8601 string, or null when the column is NULL. */
+void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col);
 
 typedef enum mentoring_notice {
     MENTORING_NOTICE_SCHEDULED,

@@ -9,8 +9,9 @@
  *   DELETE /api/mentorships/:id   Manager+: ends it and cancels its scheduled and confirmed
  *                                 sessions (cancellation mails and pushes)
  *
- * Reads are one statement each; PostgreSQL renders the JSON (mentorship_full_json, coach and
- * teacher joined once per page, never a query per row). The pair rule is the unique index
+ * Reads are one statement each (coach and teacher joined once per page, never a query per row);
+ * the list is rendered to JSON in C from plain rows, a single mentorship by PostgreSQL
+ * (mentorship_full_json). The pair rule is the unique index
  * mentorships_pair_uniq. PATCH and DELETE run in a transaction: the mentorship row is locked
  * (FOR UPDATE), the transition is checked in C, and ending it cancels the open sessions, which
  * session creation respects because it locks the mentorship FOR SHARE. Notes are internal: a
@@ -41,16 +42,26 @@ static void delete_mentorship(http_req_t *req);
 /* ---- list ---- */
 
 /* $1 org, $2 status, $3 coach, $4 teacher, $5 limit, $6 offset, $7 show notes. WHERE_ picks the
- * index: the organization for managers, the coach or teacher for participants. */
+ * index: the organization for managers, the coach or teacher for participants.
+ *
+ * Plain rows, rendered to JSON in C (on_list): column 0 the total count, then one mentorship
+ * per row (M_COL_*) with its coach and teacher, joined once per page. A page past the end is
+ * one row whose mentorship columns are NULL, so the count still comes back. */
 #define SQL_M_LIST(WHERE_)                                                                         \
     "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
-    "   AND ($2::text IS NULL OR m.status = $2)),"                                                 \
-    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC"                                     \
-    "   LIMIT $5::int OFFSET $6::int)"                                                             \
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg(mentorship_full_json("            \
-    "     p::mentorships, c, t, $7::boolean) ORDER BY p.created_at DESC, p.id DESC)"               \
-    "   FROM p JOIN users c ON c.id = p.coach_id JOIN users t ON t.id = p.teacher_id),"            \
-    "   '[]'::json), 'meta', json_build_object('total_count', (SELECT count(*) FROM f)))"
+    "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
+    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("            \
+    "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS("c") ","   \
+    "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                            \
+    "   FROM (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $5::int OFFSET $6::int) m"   \
+    "   JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id) p ON true"          \
+    " ORDER BY p.k1 DESC, p.k2 DESC"
+
+enum {
+    M_COL_MENTORSHIP = 1,
+    M_COL_COACH = M_COL_MENTORSHIP + MENTORING_MENTORSHIP_NCOLS,
+    M_COL_TEACHER = M_COL_COACH + MENTORING_USER_NCOLS,
+};
 
 static const char SQL_M_LIST_ORG[] =
     SQL_M_LIST("m.organization_id = $1 AND ($3::text IS NULL OR m.coach_id = $3)"
@@ -66,10 +77,26 @@ static bool valid_mentorship_status(const char *s)
     return transitions_mentorship_parse(s, &st) == 0;
 }
 
+/* The same members, in the same order, as mentorship_full_json() (0006_mentorships.sql). */
 static void on_list(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    reply_db_json(req, 200, r);
+    buf_t b = BUF_INIT;
+    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 800);
+    buf_puts(&b, "{\"data\":[");
+    int n = db_nrows(r), items = 0;
+    for (int i = 0; i < n; i++) {
+        if (db_isnull(r, i, M_COL_MENTORSHIP)) continue;
+        buf_puts(&b, items++ ? ",{" : "{");
+        mentoring_json_mentorship_members(&b, r, i, M_COL_MENTORSHIP);
+        buf_puts(&b, ",\"coach\":");
+        mentoring_json_user(&b, r, i, M_COL_COACH);
+        buf_puts(&b, ",\"teacher\":");
+        mentoring_json_user(&b, r, i, M_COL_TEACHER);
+        buf_putc(&b, '}');
+    }
+    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
 static void list_mentorships(http_req_t *req)

@@ -69,19 +69,46 @@ static int64_t now_ms(void)
 
 /* $1 org, $2 status, $3 mentorship, $4 from, $5 to, $6 limit, $7 offset, $8 show mentorship
  * notes, $9 the participant. The from/to bounds are always present (infinite when unset) so
- * that the (organization_id, scheduled_at) index serves them in a generic plan too. */
+ * that the (organization_id, scheduled_at) index serves them in a generic plan too.
+ *
+ * Plain rows, rendered to JSON in C (on_list): column 0 the total count (an index-only count
+ * over the covering org index), then one session per row (S_COL_*), its mentorship, coach and
+ * teacher joined once per page. A page past the end is one row whose session columns are NULL,
+ * so the count still comes back. */
 #define SQL_S_LIST(WHERE_)                                                                         \
     "WITH f AS NOT MATERIALIZED (SELECT s.* FROM mentorship_sessions s WHERE " WHERE_              \
     "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                              \
     "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                               \
-    "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3)),"  \
-    " p AS (SELECT * FROM f ORDER BY scheduled_at, id"                                             \
-    "   LIMIT $6::int OFFSET $7::int)"                                                             \
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg(session_full_json("               \
-    "     p::mentorship_sessions, m, c, t, $8::boolean) ORDER BY p.scheduled_at, p.id)"            \
-    "   FROM p JOIN mentorships m ON m.id = p.mentorship_id JOIN users c ON c.id = m.coach_id"     \
-    "   JOIN users t ON t.id = m.teacher_id), '[]'::json),"                                        \
-    "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))"
+    "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"   \
+    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("            \
+    "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS("s.scheduled_at") ", s.duration_minutes,"     \
+    "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS("s.cancelled_at") ","     \
+    "     s.cancelled_by, " MENTORING_MS("s.completed_at") ", " MENTORING_MS("s.created_at") ","   \
+    "     " MENTORING_MS("s.updated_at") ", " MENTORING_MENTORSHIP_COLS("m", "$8::boolean") ","    \
+    "     " MENTORING_USER_COLS("c") ", " MENTORING_USER_COLS("t") ", s.scheduled_at AS k1"        \
+    "   FROM (SELECT * FROM f ORDER BY scheduled_at, id LIMIT $6::int OFFSET $7::int) s"           \
+    "   JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"            \
+    "   JOIN users t ON t.id = m.teacher_id) p ON true"                                            \
+    " ORDER BY p.k1, p.sid"
+
+enum {
+    S_COL_ID = 1,
+    S_COL_MENTORSHIP_ID,
+    S_COL_SCHEDULED,
+    S_COL_DURATION,
+    S_COL_TIMEZONE,
+    S_COL_NOTES,
+    S_COL_STATUS,
+    S_COL_CHANNEL,
+    S_COL_CANCELLED,
+    S_COL_CANCELLED_BY,
+    S_COL_COMPLETED,
+    S_COL_CREATED,
+    S_COL_UPDATED,
+    S_COL_MENTORSHIP,
+    S_COL_COACH = S_COL_MENTORSHIP + MENTORING_MENTORSHIP_NCOLS,
+    S_COL_TEACHER = S_COL_COACH + MENTORING_USER_NCOLS,
+};
 
 static const char SQL_S_LIST_ORG[] = SQL_S_LIST("s.organization_id = $1 AND $9::text IS NULL");
 static const char SQL_S_LIST_COACH[] =
@@ -108,10 +135,52 @@ static const char *iso_or_null(http_req_t *req, const char *s, int64_t *ms)
     return arena_strdup(&req->arena, out);
 }
 
+static void json_str_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    buf_json_str(b, db_get(r, row, col));
+}
+
+static void json_time_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    mentoring_json_time(b, r, row, col);
+}
+
+/* The same members, in the same order, as session_full_json() (0006_mentorships.sql). */
 static void on_list(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    reply_db_json(req, 200, r);
+    buf_t b = BUF_INIT;
+    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 1400);
+    buf_puts(&b, "{\"data\":[");
+    int n = db_nrows(r), items = 0;
+    for (int i = 0; i < n; i++) {
+        if (db_isnull(r, i, S_COL_ID)) continue;
+        json_str_member(&b, items++ ? ",{\"id\":" : "{\"id\":", r, i, S_COL_ID);
+        json_str_member(&b, ",\"mentorshipId\":", r, i, S_COL_MENTORSHIP_ID);
+        json_time_member(&b, ",\"scheduledAt\":", r, i, S_COL_SCHEDULED);
+        buf_puts(&b, ",\"durationMinutes\":");
+        buf_puts(&b, db_isnull(r, i, S_COL_DURATION) ? "null" : db_get(r, i, S_COL_DURATION));
+        json_str_member(&b, ",\"timezone\":", r, i, S_COL_TIMEZONE);
+        json_str_member(&b, ",\"notes\":", r, i, S_COL_NOTES);
+        json_str_member(&b, ",\"status\":", r, i, S_COL_STATUS);
+        json_str_member(&b, ",\"videoChannel\":", r, i, S_COL_CHANNEL);
+        json_time_member(&b, ",\"cancelledAt\":", r, i, S_COL_CANCELLED);
+        json_str_member(&b, ",\"cancelledBy\":", r, i, S_COL_CANCELLED_BY);
+        json_time_member(&b, ",\"completedAt\":", r, i, S_COL_COMPLETED);
+        json_time_member(&b, ",\"createdAt\":", r, i, S_COL_CREATED);
+        json_time_member(&b, ",\"updatedAt\":", r, i, S_COL_UPDATED);
+        buf_puts(&b, ",\"mentorship\":{");
+        mentoring_json_mentorship_members(&b, r, i, S_COL_MENTORSHIP);
+        buf_puts(&b, "},\"coach\":");
+        mentoring_json_user(&b, r, i, S_COL_COACH);
+        buf_puts(&b, ",\"teacher\":");
+        mentoring_json_user(&b, r, i, S_COL_TEACHER);
+        buf_putc(&b, '}');
+    }
+    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
 static void list_sessions(http_req_t *req)
