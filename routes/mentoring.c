@@ -165,3 +165,24 @@ void mentoring_publish_session_update(const char *mentorship_id, const char *coa
     snprintf(data, sizeof(data), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}", mentorship_id);
     events_publish(mentorship_id, coach_id, teacher_id, "session-update", data, true);
 }
+
+bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const char *what)
+{
+    caller_t *c = context_caller(req);
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", arena_printf(&req->arena, "%s not found", what));
+        return false;
+    }
+    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN",
+                         arena_printf(&req->arena, "%s belongs to another organization", what));
+        return false;
+    }
+    if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
+        strcmp(db_get(r, 0, 2), c->user_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN",
+                         arena_printf(&req->arena, "%s of a mentorship you are not part of", what));
+        return false;
+    }
+    return true;
+}

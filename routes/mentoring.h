@@ -16,6 +16,11 @@
 
 /* Manager, OrganizationAdmin, PlatformAdmin, Owner: any mentorship of the active organization. */
 bool mentoring_is_manager(const caller_t *c);
+/* Read access to a mentorship or one of its sessions, from a row whose columns 0-2 are the
+ * organization, coach and teacher ids: 404 when there is no row, 403 for another organization
+ * or (below Manager) a mentorship the caller is not part of. `what` names the resource in the
+ * messages ("Mentorship", "Session"). Replies and returns false when access is refused. */
+bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const char *what);
 
 /* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as
  * decimal text into the arena. On failure replies 400 VALIDATION_ERROR and returns false. */

@@ -213,29 +213,10 @@ static const char SQL_M_GET[] =
 
 /* 404 / 403 for a mentorship row (organization, coach, teacher in columns 0..2) the caller may
  * not read; false after replying. */
-static bool readable_or_reply(http_req_t *req, const db_result_t *r)
-{
-    caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
-        return false;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return false;
-    }
-    if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
-        strcmp(db_get(r, 0, 2), c->user_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not your mentorship");
-        return false;
-    }
-    return true;
-}
-
 static void on_get(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!readable_or_reply(req, r)) return;
+    if (!mentoring_readable_or_reply(req, r, "Mentorship")) return;
     http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
 }
 

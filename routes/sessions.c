@@ -406,29 +406,10 @@ static bool session_id_or_reply(http_req_t *req, const char **id)
 
 /* 404 / 403 for a session whose organization, coach and teacher are in columns 0..2; managers
  * of the organization and both participants may read it. */
-static bool session_readable_or_reply(http_req_t *req, const db_result_t *r)
-{
-    caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Session not found");
-        return false;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The session belongs to another organization");
-        return false;
-    }
-    if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
-        strcmp(db_get(r, 0, 2), c->user_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not a session of your mentorships");
-        return false;
-    }
-    return true;
-}
-
 static void get_on_loaded(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!session_readable_or_reply(req, r)) return;
+    if (!mentoring_readable_or_reply(req, r, "Session")) return;
     http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
 }
 
@@ -671,7 +652,7 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!session_readable_or_reply(req, r)) return;
+    if (!mentoring_readable_or_reply(req, r, "Session")) return;
     const char *channel = db_get(r, 0, 4);
     if (!channel || !*channel) {
         http_reply_error(req, 422, "UNPROCESSABLE", "The session has no video channel");
@@ -730,7 +711,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!session_readable_or_reply(req, r)) return;
+    if (!mentoring_readable_or_reply(req, r, "Session")) return;
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"emoji\":");
     buf_json_str(&d, st->emoji);
