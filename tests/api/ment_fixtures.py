@@ -2,18 +2,11 @@
 
 Organizations and memberships are written with SQL here (the organization endpoints of
 orgs.py are built in another area); users sign up through the API. Also: mentorship and
-session factories through the API, push-token rows, and a Redis subscriber for the events."""
+session factories through the API, and push-token rows."""
 import datetime
-import json
-import os
-import queue
-import socket
-import threading
-import time
 import uuid
-from urllib.parse import urlsplit
 
-from helpers import REDIS_URL, psql, sign_up, unique_email
+from helpers import psql, sign_up, unique_email
 from orgs import make_platform_admin
 
 ROLES = ("OrganizationAdmin", "Manager", "Coach", "Teacher")
@@ -97,113 +90,3 @@ def add_push_token(user_id, token=None, platform="ios"):
     psql("INSERT INTO push_tokens (token, user_id, platform) VALUES (:'t', :'u', :'p')",
          t=token, u=user_id, p=platform)
     return token
-
-
-class RedisSub:
-    """SUBSCRIBE to Redis channels over a raw socket (RESP); events arrive on a queue.
-
-        with RedisSub("mentorship:<id>") as sub:
-            ev = sub.next("session-update")   # {"channel", "id", "event", "data"}
-    """
-
-    def __init__(self, *channels, url=REDIS_URL):
-        u = urlsplit(url)
-        self.sock = socket.create_connection((u.hostname or "127.0.0.1", u.port or 6379), 5)
-        self.file = self.sock.makefile("rb")
-        self.q = queue.Queue()
-        self._send("SUBSCRIBE", *channels)
-        for _ in channels:  # the confirmations
-            self._read()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
-
-    def _send(self, *args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode() if isinstance(a, str) else a
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-
-    def _read(self):
-        line = self.file.readline()
-        if not line:
-            raise EOFError
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"*":
-            return [self._read() for _ in range(int(rest))]
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.file.read(n + 2)
-            return data[:-2]
-        if kind == b":":
-            return int(rest)
-        return rest
-
-    def _loop(self):
-        self.sock.settimeout(None)
-        try:
-            while True:
-                msg = self._read()
-                if isinstance(msg, list) and msg and msg[0] == b"message":
-                    body = json.loads(msg[2].decode("utf-8"))
-                    body["channel"] = msg[1].decode()
-                    self.q.put(body)
-        except (EOFError, OSError, ValueError):
-            self.q.put(None)
-
-    def next(self, event=None, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError("no %s event within %.0f s" % (event or "", timeout))
-            try:
-                m = self.q.get(timeout=left)
-            except queue.Empty:
-                continue
-            if m is None:
-                raise AssertionError("redis subscription ended")
-            if event is None or m.get("event") == event:
-                return m
-
-    def drain(self, wait=0.5):
-        """Every message that arrives within `wait` seconds."""
-        out = []
-        deadline = time.monotonic() + wait
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return out
-            try:
-                m = self.q.get(timeout=left)
-            except queue.Empty:
-                return out
-            if m is not None:
-                out.append(m)
-
-    def close(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def env_for_second_server(port, **extra):
-    """Environment of a second coachd on `port` sharing the test server's services."""
-    env = dict(os.environ)
-    env.setdefault("DATABASE_URL", os.environ.get("COACHD_DATABASE_URL", ""))
-    env.setdefault("REDIS_URL", os.environ.get("COACHD_REDIS_URL", ""))
-    env.setdefault("MAIL_DIR", os.environ.get("COACHD_MAIL_DIR", "/tmp"))
-    env.setdefault("CLIENT_KEY", os.environ.get("COACHD_CLIENT_KEY", "k"))
-    env.update(PORT=str(port), HOST="127.0.0.1", WORKERS="1")
-    env.update({k: str(v) for k, v in extra.items()})
-    return env

@@ -5,9 +5,8 @@ import concurrent.futures
 
 import pytest
 
-from helpers import Client, assert_error, psql, psql_value, sign_up
-from ment_fixtures import (MentOrg, RedisSub, future, make_mentorship, make_session,
-                           platform_admin)
+from helpers import Client, RedisSub, assert_error, psql, psql_value, sign_up
+from ment_fixtures import MentOrg, future, make_mentorship, make_session, platform_admin
 
 STATUSES = ("pending", "active", "paused", "ended")
 ALLOWED = {

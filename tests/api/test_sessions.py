@@ -7,16 +7,14 @@ import datetime
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 
 import pytest
-import requests
 
-from helpers import Client, assert_error, psql, psql_value
-from ment_fixtures import (MentOrg, RedisSub, env_for_second_server, future, iso,
-                           make_mentorship, make_session, platform_admin)
+from helpers import Client, RedisSub, assert_error, psql, psql_value, second_coachd
+from ment_fixtures import (MentOrg, future, iso, make_mentorship, make_session,
+                           platform_admin)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATUSES = ("scheduled", "confirmed", "completed", "cancelled", "missed")
@@ -413,47 +411,15 @@ def test_video_token_rules(org, ment):
     assert_error(org.client("Coach").get(spath(s, "/video-token")), 422, "UNPROCESSABLE")
 
 
-def free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
-
-
-def start_server(**extra):
-    port = free_port()
-    env = env_for_second_server(port, **extra)
-    for k in [k for k, v in extra.items() if v is None]:
-        env.pop(k, None)
-    binary = os.environ.get("COACHD_BIN", os.path.join(HERE, "..", "..", "build", "coachd"))
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            requests.get(base + "/api/auth/session", timeout=1)
-            return proc, base
-        except requests.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise AssertionError("second coachd did not start")
-            time.sleep(0.1)
-
-
 def test_video_token_unavailable_without_credentials(org, ment):
     s = make_session(org, ment["id"], scheduledAt=future(1170))["data"]
-    env = {k: None for k in ("VIDEO_APP_ID", "VIDEO_APP_CERTIFICATE")}
-    proc, base = start_server(**env)
-    try:
+    with second_coachd(VIDEO_APP_ID=None, VIDEO_APP_CERTIFICATE=None) as base:
         c = Client(base_url=base, org_id=org.id)
         c.cookies.update(org.client("Coach").cookies)
         c.get_json(spath(s))  # the server works, only video is not configured
         r = c.get(spath(s, "/video-token"))
         err = assert_error(r, 503, "UNAVAILABLE")
         assert "video" in err["message"].lower()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 # ---- reactions ---------------------------------------------------------------------------

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from helpers import (PASSWORD, Client, assert_error, psql, psql_value, sign_in, sign_up,
-                     unique_email)
+from helpers import (PASSWORD, Client, RedisSub, assert_error, psql, psql_value, sign_in,
+                     sign_up, unique_email)
 from orgs import make_platform_admin
-from users_support import LocalOrg, Subscriber, add_pending_invite
+from users_support import LocalOrg, add_pending_invite
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ME_KEYS = {"id", "firstName", "lastName", "phone", "birthDate", "countryCode", "avatarUrl",
@@ -375,14 +375,14 @@ def test_patch_user_status(org):
     assert_error(tc.call("PATCH", "/api/users/%s" % t["id"], {"status": "inactive"})[0], 403)
     assert_error(oa.call("PATCH", "/api/users/%s" % org.users["OrganizationAdmin"]["id"],
                          {"status": "inactive"})[0], 403)  # never one's own status
-    with Subscriber("user:%s:control" % t["id"]) as sub:
+    with RedisSub("user:%s:control" % t["id"]) as sub:
         assert oa.patch_json("/api/users/%s" % t["id"], {"status": "suspended"}) == {
             "success": True}
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
         # Same again: no second message (the status did not leave active this time).
         oa.patch_json("/api/users/%s" % t["id"], {"status": "inactive"})
         time.sleep(0.5)
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
     assert psql_value("SELECT status FROM users WHERE id = :'id'", id=t["id"]) == "inactive"
     assert_error(tc.get("/api/users/me"), 401, "UNAUTHENTICATED")
     sign_in(t["email"], expect=401)
@@ -414,9 +414,9 @@ def test_delete_user_archives(org):
         assert_error(org.clients[role].call("DELETE", "/api/users/%s" % t["id"])[0], 403,
                      "FORBIDDEN")
     oa = org.clients["OrganizationAdmin"]
-    with Subscriber("user:%s:control" % t["id"]) as sub:
+    with RedisSub("user:%s:control" % t["id"]) as sub:
         assert oa.delete_json("/api/users/%s" % t["id"]) == {"success": True}
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
     assert psql_value("SELECT status FROM users WHERE id = :'id'", id=t["id"]) == "archived"
     assert psql_value("SELECT count(*) FROM users WHERE id = :'id'", id=t["id"]) == "1"
     assert_error(tc.get("/api/users/me"), 401, "UNAUTHENTICATED")

@@ -5,12 +5,9 @@ LocalOrg builds an organization and its memberships with SQL, with the attribute
 POST /api/organizations and POST /api/organizations/:id/users are merged; then the tests can take
 make_org instead (the memberships here also set the member's current organization, as the real
 endpoint does for a first membership)."""
-import subprocess
-import threading
-import time
 import uuid
 
-from helpers import REDIS_URL, Client, psql, sign_up, unique_email
+from helpers import Client, psql, sign_up, unique_email
 
 ORG_ROLES = ("OrganizationAdmin", "Manager", "Coach", "Teacher")
 
@@ -53,41 +50,3 @@ def add_pending_invite(email, org_id):
     psql("INSERT INTO invites (id, organization_id, email, role_in_organization, token_hash,"
          " expires_at) VALUES (:'id', :'o', :'e', 'Teacher', :'t', now() + interval '1 day')",
          id=str(uuid.uuid4()), o=org_id, e=email.lower(), t=uuid.uuid4().hex)
-
-
-class Subscriber:
-    """redis-cli SUBSCRIBE in the background; messages() lists what arrived on the channel."""
-
-    def __init__(self, channel):
-        self.channel = channel
-        self.proc = subprocess.Popen(["stdbuf", "-oL", "redis-cli", "-u", REDIS_URL, "SUBSCRIBE", channel],
-                                     stdout=subprocess.PIPE, text=True)
-        self.lines = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 5
-        while len(self.lines) < 3 and time.monotonic() < deadline:  # subscribe confirmation
-            time.sleep(0.02)
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def messages(self, wait=2.0):
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if len(self.lines) > 3:
-                break
-            time.sleep(0.05)
-        out = self.lines[3:]
-        return [out[i + 2] for i in range(0, len(out) - 2, 3) if out[i] == "message"]
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
