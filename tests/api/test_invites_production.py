@@ -1,6 +1,7 @@
 """Invites on a second coachd started with APP_ENV=production and a small auth limit: no
 inviteToken in the create response, and the invite-accept limiter. It shares the main
-server's database (organizations are made with SQL) and uses its own Redis database."""
+server's database (organizations are made through the main server) and uses its own
+Redis database."""
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import requests
 
 from helpers import (DATABASE_URL, MAIL_DIR, PASSWORD, SESSION_COOKIE, Client, assert_error,
                      free_port, psql, second_coachd, unique_email)
-from invite_orgs import make_sql_org
+from orgs import new_org
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def prod_server():
 
 
 def test_production_hides_invite_token(prod_server):
-    org = make_sql_org(roles=("OrganizationAdmin",))
+    org = new_org(roles=("OrganizationAdmin",))
     admin = org.clients["OrganizationAdmin"]
     # The session cookie is Secure in production, so send it by hand over plain HTTP.
     cookie = "%s=%s" % (SESSION_COOKIE, admin.session_token)
