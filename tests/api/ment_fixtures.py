@@ -1,50 +1,10 @@
-"""Fixtures of the mentorship and session tests.
-
-Organizations and memberships are written with SQL here (the organization endpoints of
-orgs.py are built in another area); users sign up through the API. Also: mentorship and
-session factories through the API, and push-token rows."""
+"""Fixtures of the mentorship and session tests: mentorship and session factories through the
+API, and push-token rows. Organizations come from orgs.py."""
 import datetime
 import uuid
 
-from helpers import psql, sign_up, unique_email
+from helpers import psql
 from orgs import make_platform_admin
-
-ROLES = ("OrganizationAdmin", "Manager", "Coach", "Teacher")
-
-
-class MentOrg:
-    """An organization with one signed-in member per role (clients carry X-Organization-Id).
-
-    org.id, org.clients[key], org.users[key]; add_member(role, key=...) adds more."""
-
-    def __init__(self, roles=ROLES, name=None):
-        self.id = str(uuid.uuid4())
-        self.name = name or "Org %s" % self.id[:8]
-        psql("INSERT INTO organizations (id, name) VALUES (:'id', :'name')", id=self.id,
-             name=self.name)
-        self.clients, self.users = {}, {}
-        for role in roles:
-            self.add_member(role)
-
-    def add_member(self, role, key=None, first="Member", last=None, lang=None, tz=None,
-                   status="active"):
-        c, u = sign_up(email=unique_email(role.lower()), name="%s %s" % (first, last or role),
-                       lang=lang)
-        psql("INSERT INTO organization_memberships (organization_id, user_id,"
-             " role_in_organization, membership_status) VALUES (:'o', :'u', :'r', :'s')",
-             o=self.id, u=u["id"], r=role, s=status)
-        if tz:
-            psql("UPDATE users SET timezone = :'tz' WHERE id = :'u'", tz=tz, u=u["id"])
-        c.org(self.id)
-        self.clients[key or role] = c
-        self.users[key or role] = u
-        return c, u
-
-    def client(self, key):
-        return self.clients[key]
-
-    def uid(self, key):
-        return self.users[key]["id"]
 
 
 def platform_admin(org_id=None):

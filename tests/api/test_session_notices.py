@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from helpers import PushBox, RedisSub, psql, psql_value, second_coachd, wait_until
-from ment_fixtures import MentOrg, add_push_token, future, make_mentorship, make_session
+from ment_fixtures import add_push_token, future, make_mentorship, make_session
+from orgs import new_org
 EN_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 EN_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
              "September", "October", "November", "December"]
@@ -31,8 +32,9 @@ def start_text(when_iso, tz, lang):
 
 @pytest.fixture
 def org():
-    o = MentOrg(roles=("Manager",))
-    o.add_member("Coach", first="Carla", last="Coach", lang="es", tz="Europe/Madrid")
+    o = new_org(roles=("Manager",))
+    coach, _ = o.add_member("Coach", first="Carla", last="Coach", lang="es")
+    coach.patch_json("/api/users/me", {"timezone": "Europe/Madrid"})
     o.add_member("Teacher", first="Tom", last="Teacher", lang="en")
     return o
 

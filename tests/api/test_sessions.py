@@ -13,8 +13,8 @@ import time
 import pytest
 
 from helpers import Client, RedisSub, assert_error, psql, psql_value, second_coachd
-from ment_fixtures import (MentOrg, future, iso, make_mentorship, make_session,
-                           platform_admin)
+from ment_fixtures import future, iso, make_mentorship, make_session, platform_admin
+from orgs import new_org
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATUSES = ("scheduled", "confirmed", "completed", "cancelled", "missed")
@@ -27,7 +27,7 @@ EMOJI = ["👍", "❤️", "😂", "🎉", "👏", "🙌"]
 
 @pytest.fixture
 def org():
-    o = MentOrg()
+    o = new_org()
     o.add_member("Coach", key="Coach2", first="Other")
     o.add_member("Teacher", key="Teacher2", first="Other")
     return o
@@ -90,7 +90,7 @@ def test_create_roles(org, ment):
                                   expect=201)
     pa, _ = platform_admin(org.id)
     pa.post_json("/api/sessions", dict(body, scheduledAt=future(70)), expect=201)
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").post("/api/sessions", json=body), 403, "FORBIDDEN")
     body["mentorshipId"] = "00000000-0000-4000-8000-000000000000"
     assert_error(org.client("Manager").post("/api/sessions", json=body), 404, "NOT_FOUND")
@@ -180,7 +180,7 @@ def test_list_per_role_and_filters(org, ment):
     b = make_session(org, ment["id"], scheduledAt="2031-03-02T10:00:00Z")["data"]
     c = make_session(org, m2["id"], by="Coach2", scheduledAt="2031-03-01T12:00:00Z")["data"]
     org.client("Teacher").patch_json(spath(b), {"status": "confirmed"})
-    other = MentOrg(roles=("Coach", "Teacher", "Manager"))
+    other = new_org(roles=("Coach", "Teacher", "Manager"))
     make_session(other, make_mentorship(other)["id"], scheduledAt="2031-03-01T10:00:00Z")
 
     def listing(key, query=""):
@@ -227,7 +227,7 @@ def test_get_rules(org, ment):
     pa.get_json(spath(s))
     for key in ("Coach2", "Teacher2"):
         assert_error(org.client(key).get(spath(s)), 403, "FORBIDDEN")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").get(spath(s)), 403, "FORBIDDEN")
     assert_error(org.client("Manager").get("/api/sessions/00000000-0000-4000-8000-000000000000"),
                  404, "NOT_FOUND")
@@ -276,7 +276,7 @@ def test_coach_patch_rules(org, ment):
     r = org.client("Manager").patch("/api/sessions/00000000-0000-4000-8000-000000000000",
                                     json={"notes": "x"})
     assert_error(r, 404, "NOT_FOUND")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").patch(spath(s), json={"notes": "x"}), 403)
 
 
@@ -330,7 +330,7 @@ def test_delete_rules(org, ment):
     assert org.client("OrganizationAdmin").delete_json(spath(y))["data"]["status"] == "cancelled"
     assert_error(org.client("Manager").delete("/api/sessions/00000000-0000-4000-8000-000000000000"),
                  404)
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").delete(spath(s)), 403)
 
 
@@ -403,7 +403,7 @@ def test_video_token_rules(org, ment):
     s = make_session(org, ment["id"], scheduledAt=future(1150))["data"]
     for key in ("Coach2", "Teacher2"):
         assert_error(org.client(key).get(spath(s, "/video-token")), 403, "FORBIDDEN")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").get(spath(s, "/video-token")), 403)
     assert_error(org.client("Coach").get(
         "/api/sessions/00000000-0000-4000-8000-000000000000/video-token"), 404)
