@@ -27,6 +27,7 @@ import re
 import shlex
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -621,8 +622,13 @@ def second_coachd(host="127.0.0.1", **env):
         else:
             full[k] = str(v)
     binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
-    proc = subprocess.Popen([binary, "serve"], env=full, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    log = tempfile.TemporaryFile()  # its stderr, shown when it fails to start or stop
+    proc = subprocess.Popen([binary, "serve"], env=full, stdout=subprocess.DEVNULL, stderr=log)
+
+    def log_tail():
+        log.seek(0)
+        return log.read().decode("utf-8", "replace")[-3000:]
+
     base = "http://%s:%s" % ("127.0.0.1" if host == "0.0.0.0" else host, full["PORT"])
     try:
         deadline = time.monotonic() + 20
@@ -632,12 +638,13 @@ def second_coachd(host="127.0.0.1", **env):
                 break
             except requests.ConnectionError:
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    raise AssertionError("second coachd did not start (exit status %s)"
-                                         % proc.poll())
+                    raise AssertionError("second coachd did not start (exit status %s):\n%s"
+                                         % (proc.poll(), log_tail())) from None
                 time.sleep(0.1)
     except BaseException:
         proc.kill()
         proc.wait()
+        log.close()
         raise
     try:
         yield base
@@ -648,7 +655,10 @@ def second_coachd(host="127.0.0.1", **env):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
         raise
     proc.terminate()
     rc = proc.wait(timeout=15)
-    assert rc == 0, "second coachd exited with %s" % rc
+    tail = log_tail()
+    log.close()
+    assert rc == 0, "second coachd exited with %s:\n%s" % (rc, tail)
