@@ -10,10 +10,11 @@ Everything is configured by the environment that scripts/test sets:
     COACHD_REDIS_URL      the server's Redis (redis-cli helper)
     COACHD_LOG_FILE       the server's log (stderr)
     COACHD_BIN            the binary under test (build/coachd, build-asan/coachd with SANITIZE=1),
-                          for tests that start a second server with other settings
+                          for tests that start a second server with other settings (second_coachd)
     COACHD_TEST_PG_RESTART  shell command that restarts the server's PostgreSQL
     COACHD_TEST_PG_CTL      shell command that takes start|stop|restart|status
 """
+import contextlib
 import email
 import email.policy
 import glob
@@ -26,6 +27,7 @@ import re
 import shlex
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -40,6 +42,7 @@ MAIL_DIR = os.environ.get("COACHD_MAIL_DIR", "")
 PUSH_DIR = os.environ.get("COACHD_PUSH_DIR", "")
 DATABASE_URL = os.environ.get("COACHD_DATABASE_URL", "")
 REDIS_URL = os.environ.get("COACHD_REDIS_URL", "")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PASSWORD = "correct horse battery"
 SESSION_COOKIE = "auth.session_token"
 TIMEOUT = 15
@@ -470,3 +473,192 @@ def wait_until(predicate, timeout=10.0, interval=0.1, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for %s" % what)
         time.sleep(interval)
+
+
+# ---- Redis subscriber -----------------------------------------------------------------------
+
+
+class RedisSub:
+    """SUBSCRIBE to Redis channels over a raw socket (RESP); the server's events arrive on a queue.
+
+        with RedisSub("mentorship:<id>", "user:<id>") as sub:
+            ev = sub.next("session-update")   # {"channel", "id", "event", "data"}
+            rest = sub.drain(0.5)             # whatever else arrives within 0.5 s
+            sub.messages()                    # every payload so far, without "channel"
+
+    next() and drain() consume the queue; messages() is cumulative and independent of them."""
+
+    def __init__(self, *channels, url=REDIS_URL):
+        assert url, "COACHD_REDIS_URL is not set"
+        u = urlsplit(url)
+        self.sock = socket.create_connection((u.hostname or "127.0.0.1", u.port or 6379), 5)
+        self.file = self.sock.makefile("rb")
+        self.q = queue.Queue()
+        self.seen = []  # every payload, in order of arrival
+        self._send("SUBSCRIBE", *channels)
+        for _ in channels:  # the confirmations
+            self._read()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _send(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+
+    def _read(self):
+        line = self.file.readline()
+        if not line:
+            raise EOFError
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"*":
+            return [self._read() for _ in range(int(rest))]
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.file.read(n + 2)
+            return data[:-2]
+        if kind == b":":
+            return int(rest)
+        return rest
+
+    def _loop(self):
+        self.sock.settimeout(None)
+        try:
+            while True:
+                msg = self._read()
+                if isinstance(msg, list) and msg and msg[0] == b"message":
+                    body = json.loads(msg[2].decode("utf-8"))
+                    self.seen.append(body)
+                    if isinstance(body, dict):
+                        body = dict(body, channel=msg[1].decode())
+                    self.q.put(body)
+        except (EOFError, OSError, ValueError):
+            self.q.put(None)
+
+    def next(self, event=None, timeout=5.0):
+        """The next message (with `"event": event`, skipping others, when given)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s event within %.0f s" % (event or "", timeout))
+            try:
+                m = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if m is None:
+                raise AssertionError("redis subscription ended")
+            if event is None or m.get("event") == event:
+                return m
+
+    def drain(self, wait=0.5):
+        """Every message that arrives within `wait` seconds."""
+        out = []
+        deadline = time.monotonic() + wait
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out
+            try:
+                m = self.q.get(timeout=left)
+            except queue.Empty:
+                return out
+            if m is not None:
+                out.append(m)
+
+    def messages(self, wait=2.0):
+        """Every JSON payload received so far (as published: no "channel" key), oldest first.
+        While none has arrived, waits up to `wait` seconds for the first."""
+        deadline = time.monotonic() + wait
+        while not self.seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return list(self.seen)
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# ---- a second coachd ------------------------------------------------------------------------
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def second_coachd(host="127.0.0.1", **env):
+    """Starts another coachd (COACHD_BIN serve) with `env` over the test server's environment;
+    yields its base URL once it answers /api/auth/session, then stops it and asserts that it
+    exited with 0.
+
+    Defaults: PORT a free port, HOST `host` (0.0.0.0 for tests that connect from other loopback
+    addresses), WORKERS 1; DATABASE_URL, REDIS_URL, MAIL_DIR and CLIENT_KEY, when not in the
+    environment, from the COACHD_* variables. Values are turned into strings; None unsets the
+    variable."""
+    full = dict(os.environ)
+    for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
+        if os.environ.get("COACHD_" + var):
+            full.setdefault(var, os.environ["COACHD_" + var])
+    full.update(PORT=str(free_port()), HOST=host, WORKERS="1")
+    for k, v in env.items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = str(v)
+    binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
+    log = tempfile.TemporaryFile()  # its stderr, shown when it fails to start or stop
+    proc = subprocess.Popen([binary, "serve"], env=full, stdout=subprocess.DEVNULL, stderr=log)
+
+    def log_tail():
+        log.seek(0)
+        return log.read().decode("utf-8", "replace")[-3000:]
+
+    base = "http://%s:%s" % ("127.0.0.1" if host == "0.0.0.0" else host, full["PORT"])
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                requests.get(base + "/api/auth/session", timeout=1)
+                break
+            except requests.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError("second coachd did not start (exit status %s):\n%s"
+                                         % (proc.poll(), log_tail())) from None
+                time.sleep(0.1)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        log.close()
+        raise
+    try:
+        yield base
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        raise
+    proc.terminate()
+    rc = proc.wait(timeout=15)
+    tail = log_tail()
+    log.close()
+    assert rc == 0, "second coachd exited with %s:\n%s" % (rc, tail)

@@ -3,7 +3,7 @@ member per role. Built through the public API (the admin is promoted with SQL, a
 only happen once per database)."""
 import uuid
 
-from helpers import Client, psql, sign_up, unique_email
+from helpers import psql, sign_up, unique_email
 
 ORG_ROLES = ("OrganizationAdmin", "Manager", "Coach", "Teacher")
 
@@ -31,14 +31,31 @@ class Org:
         for role in roles:
             self.add_member(role)
 
-    def add_member(self, role, key=None, first="Member", last=None):
-        c, u = sign_up(email=unique_email(role.lower()), name="%s %s" % (first, last or role))
+    def add_member(self, role, key=None, first="Member", last=None, lang=None, user=None):
+        """Signs up a new user (named "first last", preferring `lang`), or takes the
+        (client, user) pair `user` (client may be None), and adds it as `role` through the API.
+        Stored under `key` (default: the role); returns (client, user)."""
+        if user is None:
+            c, u = sign_up(email=unique_email(role.lower()), name="%s %s" % (first, last or role),
+                           lang=lang)
+        else:
+            c, u = user
         self.admin.post_json("/api/organizations/%s/users" % self.id,
                              {"userId": u["id"], "roleInOrganization": role}, expect=201)
-        c.org(self.id)
+        if c is not None:
+            c.org(self.id)
         self.clients[key or role] = c
         self.users[key or role] = u
         return c, u
 
-    def client(self, role):
-        return self.clients[role]
+    def client(self, key):
+        return self.clients[key]
+
+    def uid(self, key):
+        return self.users[key]["id"]
+
+
+def new_org(roles=ORG_ROLES, name=None):
+    """An Org made by a PlatformAdmin of its own (for helpers and tests without the make_org
+    fixture)."""
+    return Org(make_platform_admin()[0], name=name, roles=roles)

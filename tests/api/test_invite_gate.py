@@ -5,7 +5,7 @@ every invite is accepted or declined; an expired invite does not gate."""
 import pytest
 
 from helpers import PASSWORD, Client, assert_error, psql, sign_up, unique_email
-from invite_orgs import make_sql_org
+from orgs import new_org
 
 WRONG = {"currentPassword": "not the password", "newPassword": "another password 1"}
 
@@ -32,7 +32,7 @@ def route_exists(c, method, path):
 
 @pytest.fixture
 def org():
-    return make_sql_org(roles=("OrganizationAdmin",))
+    return new_org(roles=("OrganizationAdmin",))
 
 
 def test_pending_invite_gates_protected_endpoints(org):
@@ -42,7 +42,7 @@ def test_pending_invite_gates_protected_endpoints(org):
     assert_gated(c)
     # Organization endpoints are gated too, even for their own admins.
     admin, admin_user = org.clients["OrganizationAdmin"], org.users["OrganizationAdmin"]
-    other = make_sql_org(roles=("OrganizationAdmin",))
+    other = new_org(roles=("OrganizationAdmin",))
     invite(other, admin_user["email"])
     assert_error(admin.get("/api/organizations/%s/invites" % org.id), 403, "INVITE_GATE")
     assert_error(admin.post("/api/organizations/%s/invites" % org.id,
@@ -69,7 +69,7 @@ def test_pending_invite_gates_protected_endpoints(org):
 
 def test_gate_lifts_only_after_every_invite(org):
     c, u = sign_up()
-    other = make_sql_org(roles=("OrganizationAdmin",))
+    other = new_org(roles=("OrganizationAdmin",))
     a = invite(org, u["email"], "Coach")
     b = invite(other, u["email"], "Teacher")
     assert_gated(c)

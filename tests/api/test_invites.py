@@ -2,8 +2,9 @@
 the organization's pending list, token resolution, the legacy accept that creates the account,
 the caller's pending list, accept and decline by id, and both onboarding flows end to end.
 
-Organizations and memberships are made with SQL (invite_orgs.py) until the organization
-endpoints land on this branch."""
+Organizations come from orgs.new_org (through the API); a membership in a state the API does not
+create (disabled from the start, not the current organization) is written with SQL
+(invite_orgs.add_member)."""
 import hashlib
 import re
 import uuid
@@ -13,7 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from helpers import PASSWORD, Client, assert_error, psql, psql_value, sign_in, sign_up, unique_email
-from invite_orgs import add_member, make_sql_org, platform_admin
+from invite_orgs import add_member
+from orgs import make_platform_admin, new_org
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -37,7 +39,7 @@ def expire(invite_id):
 
 @pytest.fixture
 def org():
-    return make_sql_org()
+    return new_org()
 
 
 # ---- POST /api/organizations/:id/invites ----------------------------------------------------
@@ -170,7 +172,7 @@ def test_create_role_rules(org):
     invite(org.clients["OrganizationAdmin"], org.id, email, "Manager")
     assert_error(mgr.post(path, json={"email": email, "roleInOrganization": "Teacher"}), 403)
     # Another organization's admin, and a user without membership: 403.
-    other = make_sql_org(roles=("OrganizationAdmin",))
+    other = new_org(roles=("OrganizationAdmin",))
     assert_error(other.clients["OrganizationAdmin"].org(None).post(
         path, json={"email": unique_email(), "roleInOrganization": "Coach"}), 403, "FORBIDDEN")
     loner, _ = sign_up()
@@ -184,9 +186,9 @@ def test_create_role_rules(org):
 
 
 def test_global_roles_any_org():
-    org = make_sql_org(roles=())
+    org = new_org(roles=())
     for role in ("PlatformAdmin", "Owner"):
-        c, _ = platform_admin(role)
+        c, _ = make_platform_admin(role)
         d = invite(c, org.id, unique_email(), "OrganizationAdmin")["data"]
         assert d["roleInOrganization"] == "OrganizationAdmin"
         data = c.get_json("/api/organizations/%s/invites" % org.id)
@@ -227,13 +229,13 @@ def test_list_pending_invites_and_role_rules(org):
     assert mgr["meta"]["total_count"] == 2
     for who in ("Coach", "Teacher"):
         assert_error(org.clients[who].get("/api/organizations/%s/invites" % org.id), 403, "FORBIDDEN")
-    other = make_sql_org(roles=("OrganizationAdmin",))
+    other = new_org(roles=("OrganizationAdmin",))
     assert_error(other.clients["OrganizationAdmin"].org(None).get(
         "/api/organizations/%s/invites" % org.id), 403, "FORBIDDEN")
     assert_error(admin.get("/api/organizations/nope/invites"), 400)
     assert_error(Client().get("/api/organizations/%s/invites" % org.id), 401)
     # An empty list.
-    empty = make_sql_org(roles=("OrganizationAdmin",))
+    empty = new_org(roles=("OrganizationAdmin",))
     assert empty.clients["OrganizationAdmin"].get_json(
         "/api/organizations/%s/invites" % empty.id) == {"data": [], "meta": {"total_count": 0}}
 
@@ -366,7 +368,7 @@ def test_accept_legacy_errors(org):
 
 def test_onboarding_existing_user_end_to_end(org):
     c, u = sign_up()
-    other = make_sql_org(roles=("OrganizationAdmin",))
+    other = new_org(roles=("OrganizationAdmin",))
     a = invite(org.clients["OrganizationAdmin"], org.id, u["email"].upper(), "Teacher")["data"]
     b = invite(other.clients["OrganizationAdmin"], other.id, u["email"], "Manager")["data"]
     info = Client().get_json("/api/invites/%s" % a["inviteToken"])["data"]
@@ -426,7 +428,7 @@ def test_accept_and_decline_errors(org):
 
 def test_accept_reactivates_membership_and_keeps_current_org(org):
     admin = org.clients["OrganizationAdmin"]
-    first = make_sql_org(roles=())
+    first = new_org(roles=())
     c, u = sign_up()
     add_member(first.id, u["id"], "Coach")  # current organization: first
     add_member(org.id, u["id"], "Coach", status="disabled", current=False)
@@ -442,8 +444,8 @@ def test_accept_reactivates_membership_and_keeps_current_org(org):
 
 
 def test_global_user_accepts_invite():
-    org = make_sql_org(roles=("OrganizationAdmin",))
-    c, u = platform_admin()
+    org = new_org(roles=("OrganizationAdmin",))
+    c, u = make_platform_admin()
     d = invite(org.clients["OrganizationAdmin"], org.id, u["email"], "OrganizationAdmin")["data"]
     c.post_json("/api/invites/%s/accept" % d["id"])
     assert psql_value("SELECT role_in_organization FROM organization_memberships"

@@ -1,60 +1,35 @@
 """Invites on a second coachd started with APP_ENV=production and a small auth limit: no
 inviteToken in the create response, and the invite-accept limiter. It shares the main
-server's database (organizations are made with SQL) and uses its own Redis database."""
+server's database (organizations are made through the main server) and uses its own
+Redis database."""
 import os
 import re
-import socket
 import subprocess
-import time
 
 import pytest
 import requests
 
 from helpers import (DATABASE_URL, MAIL_DIR, PASSWORD, SESSION_COOKIE, Client, assert_error,
-                     psql, unique_email)
-from invite_orgs import make_sql_org
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+                     free_port, psql, second_coachd, unique_email)
+from orgs import new_org
 
 
 @pytest.fixture(scope="module")
 def prod_server():
-    port = free_port()
-    env = dict(os.environ)
-    redis_url = env["COACHD_REDIS_URL"].rsplit("/", 1)[0] + "/4"
-    base = "http://127.0.0.1:%d" % port
-    env.update(PORT=str(port), HOST="0.0.0.0", WORKERS="1", REDIS_URL=redis_url,
-               DATABASE_URL=DATABASE_URL, APP_ENV="production", CLIENT_KEY="k",
-               PUBLIC_URL=base, FRONTEND_URL="http://app.example", MAIL_DIR=MAIL_DIR,
-               TRUSTED_ORIGINS="http://app.example",
-               AUTH_RATE_LIMIT_POINTS="3", AUTH_RATE_LIMIT_DURATION="60")
+    redis_url = os.environ["COACHD_REDIS_URL"].rsplit("/", 1)[0] + "/4"
     subprocess.run(["redis-cli", "-u", redis_url, "FLUSHDB"], check=True, capture_output=True)
-    binary = os.environ.get("COACHD_BIN", os.path.join(ROOT, "build", "coachd"))
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            requests.get(base + "/api/auth/session", timeout=1)
-            break
-        except requests.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise AssertionError("production coachd did not start")
-            time.sleep(0.1)
-    yield base
-    proc.terminate()
-    assert proc.wait(timeout=15) == 0
+    port = free_port()
+    with second_coachd(host="0.0.0.0", PORT=port, REDIS_URL=redis_url,
+                       DATABASE_URL=DATABASE_URL, APP_ENV="production", CLIENT_KEY="k",
+                       PUBLIC_URL="http://127.0.0.1:%d" % port,
+                       FRONTEND_URL="http://app.example", MAIL_DIR=MAIL_DIR,
+                       TRUSTED_ORIGINS="http://app.example",
+                       AUTH_RATE_LIMIT_POINTS=3, AUTH_RATE_LIMIT_DURATION=60) as base:
+        yield base
 
 
 def test_production_hides_invite_token(prod_server):
-    org = make_sql_org(roles=("OrganizationAdmin",))
+    org = new_org(roles=("OrganizationAdmin",))
     admin = org.clients["OrganizationAdmin"]
     # The session cookie is Secure in production, so send it by hand over plain HTTP.
     cookie = "%s=%s" % (SESSION_COOKIE, admin.session_token)

@@ -1,16 +1,13 @@
 """Organization members: list, add, update, disable (INTERFACE.md "Organizations", membership
 states), with the visibility rules: Manager never sees OrganizationAdmins, Coach sees only
 active Teachers."""
-import json
 import re
-import subprocess
-import threading
 import time
 import uuid
 
 import pytest
 
-from helpers import REDIS_URL, assert_error, psql_value, sign_up, unique_email
+from helpers import RedisSub, assert_error, psql_value, sign_up, unique_email
 from orgs import make_platform_admin
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -275,60 +272,20 @@ def test_patch_errors(make_org, platform_admin):
 # ---- DELETE --------------------------------------------------------------------------------
 
 
-class Subscriber:
-    """redis-cli SUBSCRIBE in the background; .messages collects the payloads."""
-
-    def __init__(self, channel):
-        self.proc = subprocess.Popen(["redis-cli", "-u", REDIS_URL, "--no-raw", "SUBSCRIBE", channel],
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        self.lines = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 5
-        while not any(l.strip().endswith('"subscribe"') or "subscribe" in l for l in self.lines):
-            assert time.monotonic() < deadline, "redis-cli did not subscribe"
-            time.sleep(0.05)
-        time.sleep(0.1)
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def messages(self):
-        out = []
-        for i, l in enumerate(self.lines):
-            if l.endswith('"message"') and i + 2 < len(self.lines):
-                raw = self.lines[i + 2]
-                raw = raw.split(") ", 1)[1] if ") " in raw else raw
-                out.append(json.loads(json.loads(raw)))
-        return out
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait(5)
-
-
 def test_delete_disables_and_publishes(make_org):
     org = make_org()
     admin, teacher = org.clients["OrganizationAdmin"], org.clients["Teacher"]
     uid = org.users["Teacher"]["id"]
     assert teacher.get_json("/api/me/current-organization")["data"]["id"] == org.id
-    sub = Subscriber("user:%s:control" % uid)
-    try:
+    with RedisSub("user:%s:control" % uid) as sub:
         r, body = admin.call("DELETE", users_path(org.id, uid))
         assert r.status_code == 200, r.text
         assert body["data"]["membershipStatus"] == "disabled" and body["data"]["userId"] == uid
-        deadline = time.monotonic() + 5
-        while not sub.messages():
-            assert time.monotonic() < deadline, "no control message: %s" % sub.lines
-            time.sleep(0.05)
-        assert sub.messages() == [{"type": "membership-disabled", "organizationId": org.id}]
+        assert sub.messages(wait=5) == [{"type": "membership-disabled", "organizationId": org.id}]
         # Disabling again is idempotent and publishes nothing more.
         assert admin.delete_json(users_path(org.id, uid))["data"]["membershipStatus"] == "disabled"
         time.sleep(0.3)
         assert len(sub.messages()) == 1
-    finally:
-        sub.close()
     # Org-scoped access is gone at once; the data is kept.
     assert_error(teacher.get("/api/users/me"), 403, "FORBIDDEN")
     assert psql_value("SELECT membership_status FROM organization_memberships"

@@ -5,9 +5,9 @@ import concurrent.futures
 
 import pytest
 
-from helpers import Client, assert_error, psql, psql_value, sign_up
-from ment_fixtures import (MentOrg, RedisSub, future, make_mentorship, make_session,
-                           platform_admin)
+from helpers import Client, RedisSub, assert_error, psql, psql_value, sign_up
+from ment_fixtures import future, make_mentorship, make_session, platform_admin
+from orgs import new_org
 
 STATUSES = ("pending", "active", "paused", "ended")
 ALLOWED = {
@@ -18,7 +18,7 @@ ALLOWED = {
 
 @pytest.fixture
 def org():
-    o = MentOrg()
+    o = new_org()
     o.add_member("Coach", key="Coach2", first="Other")
     o.add_member("Teacher", key="Teacher2", first="Other")
     return o
@@ -73,12 +73,14 @@ def test_create_requires_roles_in_org(org):
                         {"organizationId": org.id, "coachId": coach, "teacherId": teacher})
         assert_error(r, 422, "UNPROCESSABLE")
     # A member of another organization, and a disabled membership, do not count.
-    other = MentOrg(roles=("Coach",))
+    other = new_org(roles=("Coach",))
     r, _ = mgr.call("POST", "/api/mentorships", {"organizationId": org.id,
                                                    "coachId": other.uid("Coach"),
                                                    "teacherId": org.uid("Teacher")})
     assert_error(r, 422)
-    _, u = org.add_member("Teacher", key="Disabled", status="disabled")
+    _, u = org.add_member("Teacher", key="Disabled")
+    org.client("OrganizationAdmin").delete_json(
+        "/api/organizations/%s/users/%s" % (org.id, u["id"]))  # disables the membership
     r, _ = mgr.call("POST", "/api/mentorships", {"organizationId": org.id,
                                                    "coachId": org.uid("Coach"),
                                                    "teacherId": u["id"]})
@@ -115,7 +117,7 @@ def test_create_pair_race_exactly_one_wins(org):
 
 
 def test_create_org_rules(org):
-    other = MentOrg(roles=("Coach", "Teacher"))
+    other = new_org(roles=("Coach", "Teacher"))
     body = {"organizationId": other.id, "coachId": other.uid("Coach"),
             "teacherId": other.uid("Teacher")}
     r, _ = org.client("OrganizationAdmin").call("POST", "/api/mentorships", body)
@@ -165,7 +167,7 @@ def test_list_per_role_and_filters(org):
     m1 = make_mentorship(org, status="active")
     m2 = make_mentorship(org, teacher="Teacher2", status="pending")
     m3 = make_mentorship(org, coach="Coach2", teacher="Teacher2", status="paused")
-    other = MentOrg(roles=("Coach", "Teacher", "Manager"))
+    other = new_org(roles=("Coach", "Teacher", "Manager"))
     make_mentorship(other)
 
     def listing(key, query=""):
@@ -228,7 +230,7 @@ def test_get_rules(org):
     assert org.client("Teacher").get_json(path)["data"]["notes"] is None
     for key in ("Coach2", "Teacher2"):
         assert_error(org.client(key).get(path), 403, "FORBIDDEN")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").get(path), 403, "FORBIDDEN")
     assert_error(org.client("Manager").get("/api/mentorships/00000000-0000-4000-8000-000000000000"),
                  404, "NOT_FOUND")
@@ -262,7 +264,7 @@ def test_coach_patch_rules(org):
     r, _ = org.client("Manager").call("PATCH", "/api/mentorships/00000000-0000-4000-8000-000000000000",
                                       {"title": "x"})
     assert_error(r, 404, "NOT_FOUND")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     r, _ = other.client("Manager").call("PATCH", path, {"title": "x"})
     assert_error(r, 403, "FORBIDDEN")
 
@@ -330,7 +332,7 @@ def test_delete_ends_and_cancels_open_sessions(org, mail):
     assert again["status"] == "ended" and again["updatedAt"] == got["updatedAt"]
     r = org.client("Manager").delete("/api/mentorships/00000000-0000-4000-8000-000000000000")
     assert_error(r, 404, "NOT_FOUND")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").delete("/api/mentorships/%s" % m["id"]), 403)
 
 

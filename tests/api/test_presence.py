@@ -5,8 +5,7 @@ import time
 from datetime import datetime, timezone
 
 from helpers import PASSWORD, Client, assert_error, redis_cli, sign_up, unique_email
-from orgs import make_platform_admin
-from users_support import LocalOrg
+from orgs import make_platform_admin, new_org
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -16,7 +15,7 @@ def parse_iso(s):
 
 
 def test_a_request_makes_the_user_online():
-    org = LocalOrg()
+    org = new_org()
     t, tu = org.clients["Teacher"], org.users["Teacher"]
     m = org.clients["Manager"]
     # Forget what sign-up recorded, then make one request as the teacher.
@@ -46,8 +45,8 @@ def test_never_seen_user_is_offline_with_null_last_seen():
 
 
 def test_presence_access_rules():
-    org = LocalOrg()
-    other = LocalOrg()
+    org = new_org()
+    other = new_org()
     tid = org.users["Teacher"]["id"]
     # Self, any role.
     for role in ("Teacher", "Coach"):

@@ -5,7 +5,8 @@ import uuid
 from urllib.parse import quote
 
 from helpers import Client, assert_error, psql, psql_value, sign_up
-from users_support import LocalOrg, add_pending_invite
+from orgs import new_org
+from users_support import add_pending_invite
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -75,7 +76,7 @@ def test_needs_session_but_no_org_and_passes_the_invite_gate():
     assert_error(anon.call("POST", "/api/users/me/push-tokens",
                            {"token": expo_token(), "platform": "ios"})[0], 401, "UNAUTHENTICATED")
     assert_error(anon.delete(path("x")), 401, "UNAUTHENTICATED")
-    org = LocalOrg(roles=())
+    org = new_org(roles=())
     c, u = sign_up()
     add_pending_invite(u["email"], org.id)
     assert_error(c.get("/api/users"), 403, "INVITE_GATE")

@@ -3,69 +3,31 @@ per-IP limiter. They run on a second coachd started here with small limits (the 
 server keeps a generous one so the suite's sign-ups are not throttled), on its own Redis
 database so the counts are its own."""
 import os
-import socket
 import subprocess
-import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
-from requests.adapters import HTTPAdapter
 
-from helpers import PASSWORD, assert_error, sign_up, unique_email
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-class SourceAdapter(HTTPAdapter):
-    """Sends from a chosen loopback address, so one test can be several client IPs."""
-
-    def __init__(self, ip):
-        self.ip = ip
-        super().__init__()
-
-    def init_poolmanager(self, *args, **kwargs):
-        kwargs["source_address"] = (self.ip, 0)
-        return super().init_poolmanager(*args, **kwargs)
+from helpers import (PASSWORD, SourceAddressAdapter, assert_error, second_coachd, sign_up,
+                     unique_email)
 
 
 def client_from(ip):
     s = requests.Session()
-    s.mount("http://", SourceAdapter(ip))
+    s.mount("http://", SourceAddressAdapter(ip))
     return s
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def limited_server():
-    port = free_port()
-    env = dict(os.environ)
-    redis_url = env["COACHD_REDIS_URL"].rsplit("/", 1)[0] + "/3"
-    env.update(PORT=str(port), HOST="0.0.0.0", WORKERS="1", REDIS_URL=redis_url,
-               AUTH_RATE_LIMIT_POINTS="3", AUTH_RATE_LIMIT_DURATION="60",
-               RATE_LIMITER_ENABLED="true", RATE_LIMITER_POINTS="20", RATE_LIMITER_DURATION="60")
+    redis_url = os.environ["COACHD_REDIS_URL"].rsplit("/", 1)[0] + "/3"
     subprocess.run(["redis-cli", "-u", redis_url, "FLUSHDB"], check=True, capture_output=True)
-    binary = os.environ.get("COACHD_BIN", os.path.join(ROOT, "build", "coachd"))
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            requests.get(base + "/api/auth/session", timeout=1)
-            break
-        except requests.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise AssertionError("limited coachd did not start")
-            time.sleep(0.1)
-    yield port
-    proc.terminate()
-    assert proc.wait(timeout=15) == 0
+    with second_coachd(host="0.0.0.0", REDIS_URL=redis_url,
+                       AUTH_RATE_LIMIT_POINTS=3, AUTH_RATE_LIMIT_DURATION=60,
+                       RATE_LIMITER_ENABLED="true", RATE_LIMITER_POINTS=20,
+                       RATE_LIMITER_DURATION=60) as base:
+        yield urlsplit(base).port
 
 
 def test_auth_limit_per_ip_and_per_email(limited_server):

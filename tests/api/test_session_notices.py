@@ -3,20 +3,15 @@ with the start in the recipient's time zone (else the session's); push notificat
 the outbox to the push sink in Expo format (batches of at most 100, DeviceNotRegistered drops
 the token); and the missed-session sweeper."""
 import datetime
-import os
-import subprocess
 import time
 import uuid
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from helpers import PushBox, psql, psql_value, wait_until
-from ment_fixtures import (MentOrg, RedisSub, add_push_token, env_for_second_server, future,
-                           make_mentorship, make_session)
-from test_sessions import free_port
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from helpers import PushBox, RedisSub, psql, psql_value, second_coachd, wait_until
+from ment_fixtures import add_push_token, future, make_mentorship, make_session
+from orgs import new_org
 EN_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 EN_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
              "September", "October", "November", "December"]
@@ -37,8 +32,9 @@ def start_text(when_iso, tz, lang):
 
 @pytest.fixture
 def org():
-    o = MentOrg(roles=("Manager",))
-    o.add_member("Coach", first="Carla", last="Coach", lang="es", tz="Europe/Madrid")
+    o = new_org(roles=("Manager",))
+    coach, _ = o.add_member("Coach", first="Carla", last="Coach", lang="es")
+    coach.patch_json("/api/users/me", {"timezone": "Europe/Madrid"})
     o.add_member("Teacher", first="Tom", last="Teacher", lang="en")
     return o
 
@@ -144,9 +140,6 @@ def test_sweeper_marks_missed(org):
     rows = {"old": ("scheduled", 300, 60), "old_confirmed": ("confirmed", 180, 60),
             "recent": ("scheduled", 80, 60), "completed": ("completed", 500, 60),
             "cancelled": ("cancelled", 90, 60)}
-    port = free_port()
-    env = env_for_second_server(port, SWEEPER_INTERVAL_SECONDS=1)
-    binary = os.environ.get("COACHD_BIN", os.path.join(HERE, "..", "..", "build", "coachd"))
     with RedisSub("mentorship:%s" % m["id"], "user:%s" % org.uid("Coach")) as sub:
         for key, (status, minutes_ago, duration) in rows.items():
             ids[key] = str(uuid.uuid4())
@@ -154,9 +147,7 @@ def test_sweeper_marks_missed(org):
                  " scheduled_at, duration_minutes, status) VALUES (:'id', :'m', :'o',"
                  " now() - make_interval(mins => :mins), :d, :'st')",
                  id=ids[key], m=m["id"], o=org.id, mins=minutes_ago, d=duration, st=status)
-        proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        try:
+        with second_coachd(SWEEPER_INTERVAL_SECONDS=1):
             def status(key):
                 return psql_value("SELECT status FROM mentorship_sessions WHERE id = :'id'",
                                   id=ids[key])
@@ -171,6 +162,3 @@ def test_sweeper_marks_missed(org):
             # Once missed, nothing more happens on later runs.
             time.sleep(2.5)
             assert sub.drain(0.2) == []
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)

@@ -7,16 +7,14 @@ import datetime
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 
 import pytest
-import requests
 
-from helpers import Client, assert_error, psql, psql_value
-from ment_fixtures import (MentOrg, RedisSub, env_for_second_server, future, iso,
-                           make_mentorship, make_session, platform_admin)
+from helpers import Client, RedisSub, assert_error, psql, psql_value, second_coachd
+from ment_fixtures import future, iso, make_mentorship, make_session, platform_admin
+from orgs import new_org
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATUSES = ("scheduled", "confirmed", "completed", "cancelled", "missed")
@@ -29,7 +27,7 @@ EMOJI = ["👍", "❤️", "😂", "🎉", "👏", "🙌"]
 
 @pytest.fixture
 def org():
-    o = MentOrg()
+    o = new_org()
     o.add_member("Coach", key="Coach2", first="Other")
     o.add_member("Teacher", key="Teacher2", first="Other")
     return o
@@ -92,7 +90,7 @@ def test_create_roles(org, ment):
                                   expect=201)
     pa, _ = platform_admin(org.id)
     pa.post_json("/api/sessions", dict(body, scheduledAt=future(70)), expect=201)
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").post("/api/sessions", json=body), 403, "FORBIDDEN")
     body["mentorshipId"] = "00000000-0000-4000-8000-000000000000"
     assert_error(org.client("Manager").post("/api/sessions", json=body), 404, "NOT_FOUND")
@@ -182,7 +180,7 @@ def test_list_per_role_and_filters(org, ment):
     b = make_session(org, ment["id"], scheduledAt="2031-03-02T10:00:00Z")["data"]
     c = make_session(org, m2["id"], by="Coach2", scheduledAt="2031-03-01T12:00:00Z")["data"]
     org.client("Teacher").patch_json(spath(b), {"status": "confirmed"})
-    other = MentOrg(roles=("Coach", "Teacher", "Manager"))
+    other = new_org(roles=("Coach", "Teacher", "Manager"))
     make_session(other, make_mentorship(other)["id"], scheduledAt="2031-03-01T10:00:00Z")
 
     def listing(key, query=""):
@@ -229,7 +227,7 @@ def test_get_rules(org, ment):
     pa.get_json(spath(s))
     for key in ("Coach2", "Teacher2"):
         assert_error(org.client(key).get(spath(s)), 403, "FORBIDDEN")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").get(spath(s)), 403, "FORBIDDEN")
     assert_error(org.client("Manager").get("/api/sessions/00000000-0000-4000-8000-000000000000"),
                  404, "NOT_FOUND")
@@ -278,7 +276,7 @@ def test_coach_patch_rules(org, ment):
     r = org.client("Manager").patch("/api/sessions/00000000-0000-4000-8000-000000000000",
                                     json={"notes": "x"})
     assert_error(r, 404, "NOT_FOUND")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").patch(spath(s), json={"notes": "x"}), 403)
 
 
@@ -332,7 +330,7 @@ def test_delete_rules(org, ment):
     assert org.client("OrganizationAdmin").delete_json(spath(y))["data"]["status"] == "cancelled"
     assert_error(org.client("Manager").delete("/api/sessions/00000000-0000-4000-8000-000000000000"),
                  404)
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").delete(spath(s)), 403)
 
 
@@ -405,7 +403,7 @@ def test_video_token_rules(org, ment):
     s = make_session(org, ment["id"], scheduledAt=future(1150))["data"]
     for key in ("Coach2", "Teacher2"):
         assert_error(org.client(key).get(spath(s, "/video-token")), 403, "FORBIDDEN")
-    other = MentOrg(roles=("Manager",))
+    other = new_org(roles=("Manager",))
     assert_error(other.client("Manager").get(spath(s, "/video-token")), 403)
     assert_error(org.client("Coach").get(
         "/api/sessions/00000000-0000-4000-8000-000000000000/video-token"), 404)
@@ -413,47 +411,15 @@ def test_video_token_rules(org, ment):
     assert_error(org.client("Coach").get(spath(s, "/video-token")), 422, "UNPROCESSABLE")
 
 
-def free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
-
-
-def start_server(**extra):
-    port = free_port()
-    env = env_for_second_server(port, **extra)
-    for k in [k for k, v in extra.items() if v is None]:
-        env.pop(k, None)
-    binary = os.environ.get("COACHD_BIN", os.path.join(HERE, "..", "..", "build", "coachd"))
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            requests.get(base + "/api/auth/session", timeout=1)
-            return proc, base
-        except requests.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise AssertionError("second coachd did not start")
-            time.sleep(0.1)
-
-
 def test_video_token_unavailable_without_credentials(org, ment):
     s = make_session(org, ment["id"], scheduledAt=future(1170))["data"]
-    env = {k: None for k in ("VIDEO_APP_ID", "VIDEO_APP_CERTIFICATE")}
-    proc, base = start_server(**env)
-    try:
+    with second_coachd(VIDEO_APP_ID=None, VIDEO_APP_CERTIFICATE=None) as base:
         c = Client(base_url=base, org_id=org.id)
         c.cookies.update(org.client("Coach").cookies)
         c.get_json(spath(s))  # the server works, only video is not configured
         r = c.get(spath(s, "/video-token"))
         err = assert_error(r, 503, "UNAVAILABLE")
         assert "video" in err["message"].lower()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
 
 
 # ---- reactions ---------------------------------------------------------------------------

@@ -1,17 +1,12 @@
 """Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
 fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
 import json
-import os
 import socket
-import subprocess
 import time
 
 import pytest
-import requests
 
-from helpers import Client, SSEStream, assert_error, psql, redis_cli, sign_up
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from helpers import Client, SSEStream, assert_error, psql, redis_cli, second_coachd, sign_up
 
 
 def publish(channel, event, data, event_id="1-test-1"):
@@ -124,34 +119,11 @@ def test_ping_every_25_seconds():
         assert second["id"] != first["id"]
 
 
-def free_port():
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def two_workers():
     """A second coachd with WORKERS=2 on the same database and Redis."""
-    port = free_port()
-    env = dict(os.environ, PORT=str(port), HOST="127.0.0.1", WORKERS="2")
-    binary = os.environ.get("COACHD_BIN", os.path.join(ROOT, "build", "coachd"))
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            requests.get(base + "/api/auth/session", timeout=1)
-            break
-        except requests.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise AssertionError("coachd with two workers did not start")
-            time.sleep(0.1)
-    yield base
-    proc.terminate()
-    assert proc.wait(timeout=15) == 0
+    with second_coachd(WORKERS=2) as base:
+        yield base
 
 
 def worker_of(response):

@@ -1,17 +1,16 @@
 """Users (INTERFACE.md "Users"): PATCH /api/users/me, GET/POST /api/users, GET/PATCH/DELETE
 /api/users/:id, and a role matrix over every endpoint of the area.
 
-Organizations and memberships come from users_support.LocalOrg (SQL) until the organization
-endpoints are merged; see that module."""
+Organizations and memberships are made through the API (orgs.new_org)."""
 import re
 import time
 
 import pytest
 
-from helpers import (PASSWORD, Client, assert_error, psql, psql_value, sign_in, sign_up,
-                     unique_email)
-from orgs import make_platform_admin
-from users_support import LocalOrg, Subscriber, add_pending_invite
+from helpers import (PASSWORD, Client, RedisSub, assert_error, psql, psql_value, sign_in,
+                     sign_up, unique_email)
+from orgs import make_platform_admin, new_org
+from users_support import add_pending_invite
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ME_KEYS = {"id", "firstName", "lastName", "phone", "birthDate", "countryCode", "avatarUrl",
@@ -22,7 +21,7 @@ USER_KEYS = {"id", "email", "status", "globalRole", "firstName", "lastName", "av
 
 @pytest.fixture
 def org():
-    return LocalOrg()
+    return new_org()
 
 
 def fields(err):
@@ -195,7 +194,7 @@ def test_list_org_scoped(org):
     extra_c, extra = org.add_member("Teacher", key="t2", first="Zed")
     psql("UPDATE organization_memberships SET membership_status = 'disabled'"
          " WHERE user_id = :'u'", u=extra["id"])
-    other = LocalOrg()
+    other = new_org()
     pa_member = make_platform_admin()
     org.add_member("Coach", key="pa", user=pa_member)
     oa = org.clients["OrganizationAdmin"]
@@ -299,7 +298,7 @@ def test_get_user_self_and_scope(org):
     t = org.clients["Teacher"]
     tid = org.users["Teacher"]["id"]
     t.patch_json("/api/users/me", {"phone": "+34612345678", "birthDate": "1991-01-02"})
-    other = LocalOrg()
+    other = new_org()
     other.add_member("Teacher", key="dual", user=(None, org.users["Teacher"]))
     own = t.get_json("/api/users/%s" % tid)["data"]
     assert set(own) == USER_KEYS | {"phone", "birthDate"}
@@ -362,7 +361,7 @@ def test_patch_user_profile(org):
                                            {"firstName": "X"})[0], 403, "FORBIDDEN")
     assert_error(m.call("PATCH", "/api/users/cnotauser000000000000000", {"firstName": "X"})[0],
                  404, "NOT_FOUND")
-    other = LocalOrg()
+    other = new_org()
     assert_error(other.clients["OrganizationAdmin"].call(
         "PATCH", "/api/users/%s" % tid, {"firstName": "X"})[0], 403, "FORBIDDEN")
 
@@ -375,14 +374,14 @@ def test_patch_user_status(org):
     assert_error(tc.call("PATCH", "/api/users/%s" % t["id"], {"status": "inactive"})[0], 403)
     assert_error(oa.call("PATCH", "/api/users/%s" % org.users["OrganizationAdmin"]["id"],
                          {"status": "inactive"})[0], 403)  # never one's own status
-    with Subscriber("user:%s:control" % t["id"]) as sub:
+    with RedisSub("user:%s:control" % t["id"]) as sub:
         assert oa.patch_json("/api/users/%s" % t["id"], {"status": "suspended"}) == {
             "success": True}
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
         # Same again: no second message (the status did not leave active this time).
         oa.patch_json("/api/users/%s" % t["id"], {"status": "inactive"})
         time.sleep(0.5)
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
     assert psql_value("SELECT status FROM users WHERE id = :'id'", id=t["id"]) == "inactive"
     assert_error(tc.get("/api/users/me"), 401, "UNAUTHENTICATED")
     sign_in(t["email"], expect=401)
@@ -414,9 +413,9 @@ def test_delete_user_archives(org):
         assert_error(org.clients[role].call("DELETE", "/api/users/%s" % t["id"])[0], 403,
                      "FORBIDDEN")
     oa = org.clients["OrganizationAdmin"]
-    with Subscriber("user:%s:control" % t["id"]) as sub:
+    with RedisSub("user:%s:control" % t["id"]) as sub:
         assert oa.delete_json("/api/users/%s" % t["id"]) == {"success": True}
-        assert sub.messages() == ['{"type":"user-inactive"}']
+        assert sub.messages() == [{"type": "user-inactive"}]
     assert psql_value("SELECT status FROM users WHERE id = :'id'", id=t["id"]) == "archived"
     assert psql_value("SELECT count(*) FROM users WHERE id = :'id'", id=t["id"]) == "1"
     assert_error(tc.get("/api/users/me"), 401, "UNAUTHENTICATED")
@@ -426,7 +425,7 @@ def test_delete_user_archives(org):
     assert_error(oa.call("DELETE", "/api/users/cnotauser000000000000000")[0], 404, "NOT_FOUND")
     assert_error(oa.call("DELETE", "/api/users/%s" % org.users["OrganizationAdmin"]["id"])[0], 403)
     assert_error(oa.call("DELETE", "/api/users/me")[0], 403)
-    other = LocalOrg()
+    other = new_org()
     assert_error(other.clients["OrganizationAdmin"].call(
         "DELETE", "/api/users/%s" % org.users["Coach"]["id"])[0], 403)
     pa, _ = make_platform_admin()
@@ -435,7 +434,7 @@ def test_delete_user_archives(org):
 
 def test_invite_gate_applies(org):
     c, u = org.clients["Manager"], org.users["Manager"]
-    add_pending_invite(u["email"], LocalOrg(roles=()).id)
+    add_pending_invite(u["email"], new_org(roles=()).id)
     for method, path in (("GET", "/api/users"), ("GET", "/api/users/%s" % u["id"]),
                          ("PATCH", "/api/users/%s" % u["id"]), ("POST", "/api/users")):
         assert_error(c.call(method, path, {} if method != "GET" else None)[0], 403, "INVITE_GATE")
@@ -476,8 +475,8 @@ MATRIX = {
 
 
 def test_role_matrix():
-    org = LocalOrg()
-    other = LocalOrg(roles=("OrganizationAdmin",))
+    org = new_org()
+    other = new_org(roles=("OrganizationAdmin",))
     callers = {r: (org.clients[r], org.users[r]) for r in ("Teacher", "Coach", "Manager",
                                                            "OrganizationAdmin")}
     callers["PlatformAdmin"] = make_platform_admin()

@@ -1,93 +1,12 @@
-"""Local helpers of the users, presence and push-token tests.
-
-LocalOrg builds an organization and its memberships with SQL, with the attributes of orgs.Org
-(id, name, clients[role], users[role], add_member). It stands in for the make_org fixture until
-POST /api/organizations and POST /api/organizations/:id/users are merged; then the tests can take
-make_org instead (the memberships here also set the member's current organization, as the real
-endpoint does for a first membership)."""
-import subprocess
-import threading
-import time
+"""Helpers of the users and push-token tests."""
 import uuid
 
-from helpers import REDIS_URL, Client, psql, sign_up, unique_email
-
-ORG_ROLES = ("OrganizationAdmin", "Manager", "Coach", "Teacher")
-
-
-class LocalOrg:
-    def __init__(self, name=None, roles=ORG_ROLES):
-        self.id = str(uuid.uuid4())
-        self.name = name or "Org %s" % uuid.uuid4().hex[:8]
-        psql("INSERT INTO organizations (id, name) VALUES (:'id', :'n')", id=self.id, n=self.name)
-        self.clients, self.users = {}, {}
-        for role in roles:
-            self.add_member(role)
-
-    def add_member(self, role, key=None, first="Member", last=None, user=None, status="active"):
-        """Signs up a new user (or takes (client, user) in `user`) and adds a membership."""
-        if user is None:
-            c, u = sign_up(email=unique_email(role.lower()), name="%s %s" % (first, last or role))
-        else:
-            c, u = user
-        psql("INSERT INTO organization_memberships (organization_id, user_id, role_in_organization,"
-             " membership_status) VALUES (:'o', :'u', :'r', :'s');"
-             " UPDATE users SET current_organization_id = :'o'"
-             " WHERE id = :'u' AND current_organization_id IS NULL",
-             o=self.id, u=u["id"], r=role, s=status)
-        if c is not None:
-            c.org(self.id)
-        self.clients[key or role] = c
-        self.users[key or role] = u
-        return c, u
-
-
-def no_org_user(**kw):
-    """A signed-in user without any membership and without X-Organization-Id."""
-    c, u = sign_up(**kw)
-    return c, u
+from helpers import psql
 
 
 def add_pending_invite(email, org_id):
-    """A pending invite for `email` (turns the invite gate on for that user)."""
+    """A pending invite for `email` (turns the invite gate on for that user), written with SQL:
+    it needs no admin of the organization and sends no mail."""
     psql("INSERT INTO invites (id, organization_id, email, role_in_organization, token_hash,"
          " expires_at) VALUES (:'id', :'o', :'e', 'Teacher', :'t', now() + interval '1 day')",
          id=str(uuid.uuid4()), o=org_id, e=email.lower(), t=uuid.uuid4().hex)
-
-
-class Subscriber:
-    """redis-cli SUBSCRIBE in the background; messages() lists what arrived on the channel."""
-
-    def __init__(self, channel):
-        self.channel = channel
-        self.proc = subprocess.Popen(["stdbuf", "-oL", "redis-cli", "-u", REDIS_URL, "SUBSCRIBE", channel],
-                                     stdout=subprocess.PIPE, text=True)
-        self.lines = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 5
-        while len(self.lines) < 3 and time.monotonic() < deadline:  # subscribe confirmation
-            time.sleep(0.02)
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def messages(self, wait=2.0):
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if len(self.lines) > 3:
-                break
-            time.sleep(0.05)
-        out = self.lines[3:]
-        return [out[i + 2] for i in range(0, len(out) - 2, 3) if out[i] == "message"]
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
