@@ -596,9 +596,18 @@ class RedisSub:
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free on every interface, below the kernel's ephemeral range (32768 and up), so an
+    outgoing connection made meanwhile cannot take it before the second server binds it."""
+    import random
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 @contextlib.contextmanager
