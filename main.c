@@ -154,7 +154,8 @@ static int supervise(int n)
     sa.sa_handler = sup_on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    for (int i = 0; i < n; i++) pids[i] = spawn_worker();
+    for (int i = 0; i < n; i++)
+        pids[i] = spawn_worker();
     time_t last_restart = 0;
     int restarts = 0;
     while (!sup_stop) {
@@ -186,7 +187,8 @@ static int supervise(int n)
     for (int i = 0; i < n; i++) {
         if (pids[i] <= 0) continue;
         int status;
-        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {}
+        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+        }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
     free(pids);

@@ -1,7 +1,8 @@
 /*
  * Request arena: a chain of chunks, bump allocation, freed in one call. The first chunk is
- * sized for a typical request (2 KiB, so idle streams stay small); larger requests grow by doubling, and an allocation
- * bigger than half a chunk gets a chunk of its own so big bodies do not waste the tail.
+ * sized for a typical request (2 KiB, so idle streams stay small); larger requests grow by
+ * doubling, and an allocation bigger than half a chunk gets a chunk of its own so big bodies do not
+ * waste the tail.
  */
 #include "core/arena.h"
 
@@ -130,7 +131,8 @@ void arena_on_free(arena_t *a, void (*fn)(void *), void *p)
 void arena_free(arena_t *a)
 {
     /* Cleanups live inside the chunks: run them all before releasing memory. */
-    for (struct arena_cleanup *c = a->cleanups; c; c = c->next) c->fn(c->p);
+    for (struct arena_cleanup *c = a->cleanups; c; c = c->next)
+        c->fn(c->p);
     a->cleanups = NULL;
     arena_chunk_t *c = a->head;
     while (c) {

@@ -12,7 +12,8 @@ void buf_reserve(buf_t *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+        cap *= 2;
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
 }
@@ -64,10 +65,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     size_t len;
     unsigned int cp;
     if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
     if (n < len) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
@@ -90,7 +95,8 @@ void buf_json_strn(buf_t *b, const char *s, size_t n)
         unsigned char c = p[i];
         size_t run = i;
         /* Copy plain ASCII runs in one go. */
-        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\') run++;
+        while (run < n && p[run] >= 0x20 && p[run] < 0x80 && p[run] != '"' && p[run] != '\\')
+            run++;
         if (run > i) {
             buf_append(b, p + i, run - i);
             i = run;
@@ -103,10 +109,17 @@ void buf_json_strn(buf_t *b, const char *s, size_t n)
         } else if (c < 0x20) {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             switch (c) {
-            case '\n': buf_append(b, "\\n", 2); break;
-            case '\r': buf_append(b, "\\r", 2); break;
-            case '\t': buf_append(b, "\\t", 2); break;
-            default: buf_append(b, esc, 6);
+            case '\n':
+                buf_append(b, "\\n", 2);
+                break;
+            case '\r':
+                buf_append(b, "\\r", 2);
+                break;
+            case '\t':
+                buf_append(b, "\\t", 2);
+                break;
+            default:
+                buf_append(b, esc, 6);
             }
             i++;
         } else {

@@ -9,7 +9,10 @@ typedef struct buf {
     size_t cap;
 } buf_t;
 
-#define BUF_INIT {NULL, 0, 0}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void buf_reserve(buf_t *b, size_t extra);
 void buf_append(buf_t *b, const void *p, size_t n);

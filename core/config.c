@@ -53,7 +53,8 @@ int config_int(const char *name, int def, int min, int max)
 static void strip_slash(char *s)
 {
     size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '/') s[--n] = '\0';
+    while (n > 0 && s[n - 1] == '/')
+        s[--n] = '\0';
 }
 
 static void parse_origins(const char *list)
@@ -65,8 +66,10 @@ static void parse_origins(const char *list)
     while (p && *p) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        while (n && (*p == ' ' || *p == '\t')) p++, n--;
-        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+        while (n && (*p == ' ' || *p == '\t'))
+            p++, n--;
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
         if (n) {
             if (cfg.n_trusted_origins == cap) {
                 cap *= 2;
@@ -85,17 +88,32 @@ static void parse_origins(const char *list)
 /* Releases the strings of a previous load, so tests may load again without leaking. */
 static void config_free(void)
 {
-    char **strs[] = {&cfg.host, &cfg.database_url, &cfg.redis_url, &cfg.client_key, &cfg.public_url,
-                     &cfg.frontend_url, &cfg.smtp_url, &cfg.mail_from, &cfg.mail_dir,
-                     &cfg.storage_driver, &cfg.storage_dir, &cfg.s3_endpoint, &cfg.s3_region,
-                     &cfg.s3_bucket, &cfg.s3_access_key_id, &cfg.s3_secret_access_key,
-                     &cfg.video_app_id, &cfg.video_app_certificate, &cfg.push_url,
+    char **strs[] = {&cfg.host,
+                     &cfg.database_url,
+                     &cfg.redis_url,
+                     &cfg.client_key,
+                     &cfg.public_url,
+                     &cfg.frontend_url,
+                     &cfg.smtp_url,
+                     &cfg.mail_from,
+                     &cfg.mail_dir,
+                     &cfg.storage_driver,
+                     &cfg.storage_dir,
+                     &cfg.s3_endpoint,
+                     &cfg.s3_region,
+                     &cfg.s3_bucket,
+                     &cfg.s3_access_key_id,
+                     &cfg.s3_secret_access_key,
+                     &cfg.video_app_id,
+                     &cfg.video_app_certificate,
+                     &cfg.push_url,
                      &cfg.push_access_token};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
     }
-    for (int i = 0; i < cfg.n_trusted_origins; i++) free(cfg.trusted_origins[i]);
+    for (int i = 0; i < cfg.n_trusted_origins; i++)
+        free(cfg.trusted_origins[i]);
     free(cfg.trusted_origins);
     cfg.trusted_origins = NULL;
     cfg.n_trusted_origins = 0;
@@ -109,8 +127,10 @@ int config_load(void)
     cfg.log_level = LOG_INFO;
     if (lvl) {
         int l = log_level_parse(lvl);
-        if (l < 0) log_warn("config: LOG_LEVEL=%s unknown; using info", lvl);
-        else cfg.log_level = l;
+        if (l < 0)
+            log_warn("config: LOG_LEVEL=%s unknown; using info", lvl);
+        else
+            cfg.log_level = l;
     }
     log_set_level(cfg.log_level);
 
@@ -170,7 +190,8 @@ int config_load(void)
 
 bool config_origin_trusted(const char *origin, unsigned long len)
 {
-    while (len > 0 && origin[len - 1] == '/') len--;
+    while (len > 0 && origin[len - 1] == '/')
+        len--;
     for (int i = 0; i < cfg.n_trusted_origins; i++) {
         const char *o = cfg.trusted_origins[i];
         if (strlen(o) == len && strncasecmp(o, origin, len) == 0) return true;

@@ -9,20 +9,20 @@ typedef struct config {
     int port;
     char *host;
     int workers;
-    bool production;        /* APP_ENV=production */
-    char *database_url;     /* NULL: not configured */
+    bool production;    /* APP_ENV=production */
+    char *database_url; /* NULL: not configured */
     int db_pool_size;
-    char *redis_url;        /* NULL: not configured */
-    char *client_key;       /* X-Client-Key for /api/health */
+    char *redis_url;  /* NULL: not configured */
+    char *client_key; /* X-Client-Key for /api/health */
     bool disable_client_auth;
     char *public_url;       /* no trailing slash */
     char *frontend_url;     /* no trailing slash */
     char **trusted_origins; /* NULL-terminated, no trailing slashes */
     int n_trusted_origins;
-    char *smtp_url;         /* NULL: write .eml files under mail_dir (development) */
+    char *smtp_url; /* NULL: write .eml files under mail_dir (development) */
     char *mail_from;
-    char *mail_dir;         /* .local/mail */
-    char *storage_driver;   /* "local" or "s3" */
+    char *mail_dir;       /* .local/mail */
+    char *storage_driver; /* "local" or "s3" */
     char *storage_dir;
     char *s3_endpoint, *s3_region, *s3_bucket, *s3_access_key_id, *s3_secret_access_key;
     bool s3_force_path_style;

@@ -179,7 +179,8 @@ void http_res_header(http_req_t *req, const char *name, const char *value)
     if (req->n_res_headers == req->cap_res_headers) {
         int cap = req->cap_res_headers ? req->cap_res_headers * 2 : 8;
         http_header_t *h = arena_alloc(&req->arena, (size_t)cap * sizeof(*h));
-        if (req->n_res_headers) memcpy(h, req->res_headers, (size_t)req->n_res_headers * sizeof(*h));
+        if (req->n_res_headers)
+            memcpy(h, req->res_headers, (size_t)req->n_res_headers * sizeof(*h));
         req->res_headers = h;
         req->cap_res_headers = cap;
     }
@@ -193,34 +194,62 @@ void http_res_header(http_req_t *req, const char *name, const char *value)
 static const char *status_text(int s)
 {
     switch (s) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Payload Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Unknown";
     }
 }
 
@@ -258,8 +287,8 @@ static char *build_head(http_req_t *req, int status, const char *ctype, long lon
 {
     buf_t h = BUF_INIT;
     buf_reserve(&h, 512);
-    buf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", status, status_text(status),
-               http_date(), req->id);
+    buf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", status,
+               status_text(status), http_date(), req->id);
     if (ctype && content_length != HEAD_NO_BODY) buf_printf(&h, "Content-Type: %s\r\n", ctype);
     if (content_length >= 0) buf_printf(&h, "Content-Length: %lld\r\n", content_length);
     buf_puts(&h, "X-Content-Type-Options: nosniff\r\n");
@@ -303,7 +332,8 @@ static void on_write_done(uv_write_t *w, int status)
 static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool ends)
 {
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += bufs[i].len;
+    for (int i = 0; i < n; i++)
+        total += bufs[i].len;
     int written = 0;
     if (c->writes_in_flight == 0) {
         written = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)n);
@@ -399,7 +429,8 @@ void http_reply(http_req_t *req, int status, const char *ctype, const char *body
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     size_t hlen;
     char *head = build_head(req, status, ctype, no_body ? HEAD_NO_BODY : (long long)len, &hlen);
-    uv_buf_t bufs[2] = {uv_buf_init(head, (unsigned)hlen), uv_buf_init((char *)body, (unsigned)len)};
+    uv_buf_t bufs[2] = {uv_buf_init(head, (unsigned)hlen),
+                        uv_buf_init((char *)body, (unsigned)len)};
     int n = (no_body || req->head_only || len == 0) ? 1 : 2;
     conn_write(req->conn, bufs, n, NULL, true);
 }
@@ -451,7 +482,8 @@ void http_reply_error(http_req_t *req, int status, const char *code, const char 
     http_reply_error_details(req, status, code, message, NULL);
 }
 
-void http_reply_rate_limited(http_req_t *req, const char *code, const char *message, int retry_after)
+void http_reply_rate_limited(http_req_t *req, const char *code, const char *message,
+                             int retry_after)
 {
     char ra[24];
     snprintf(ra, sizeof(ra), "%d", retry_after);
@@ -644,7 +676,8 @@ static int on_header_value_complete(llhttp_t *p)
     size_t nl = req->cur_header_name_len;
     const char *v = d + nl;
     size_t vl = req->hbuf.len - nl;
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        vl--;
     req->headers[req->nheaders].name = arena_strndup(&req->arena, d, nl);
     req->headers[req->nheaders].value = arena_strndup(&req->arena, v, vl);
     req->nheaders++;
@@ -756,7 +789,8 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     }
     if (req->body_len + len + 1 > req->body_cap) {
         size_t cap = req->body_cap ? req->body_cap : 1024;
-        while (cap < req->body_len + len + 1) cap *= 2;
+        while (cap < req->body_len + len + 1)
+            cap *= 2;
         if (req->has_content_length && cap > req->content_length + 1)
             cap = (size_t)req->content_length + 1;
         char *nb = arena_alloc(&req->arena, cap);
@@ -785,7 +819,8 @@ static void reply_preflight(http_req_t *req)
 {
     const char *origin = http_req_header(req, "Origin");
     if (origin && config_origin_trusted(origin, strlen(origin))) {
-        http_res_header(req, "Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS");
+        http_res_header(req, "Access-Control-Allow-Methods",
+                        "GET, POST, PUT, PATCH, DELETE, OPTIONS");
         const char *asked = http_req_header(req, "Access-Control-Request-Headers");
         http_res_header(req, "Access-Control-Allow-Headers",
                         asked ? asked : "Content-Type, X-Organization-Id, X-Client-Key");
@@ -807,8 +842,10 @@ static void dispatch(http_conn_t *c)
         bool is405 = false;
         for (int i = 0; i < req->n_res_headers; i++)
             if (strcmp(req->res_headers[i].name, "Allow") == 0) is405 = true;
-        if (is405) http_reply_error(req, 405, "METHOD_NOT_ALLOWED", "Method not allowed");
-        else http_reply_error(req, 404, "NOT_FOUND", "Route not found");
+        if (is405)
+            http_reply_error(req, 405, "METHOD_NOT_ALLOWED", "Method not allowed");
+        else
+            http_reply_error(req, 404, "NOT_FOUND", "Route not found");
         return;
     }
     http_req_ref(req);
@@ -889,11 +926,12 @@ static void conn_process(http_conn_t *c)
     }
     if (c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) buf_free(&c->in);
     bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD ||
-                     (c->state == CONN_BODY && !c->body_paused) ||
-                     c->state == CONN_STREAMING ||
+                     (c->state == CONN_BODY && !c->body_paused) || c->state == CONN_STREAMING ||
                      ((c->state == CONN_HANDLING) && c->in.len < PIPELINE_CAP && !c->head_ready);
-    if (want_read) conn_read_start(c);
-    else conn_read_stop(c);
+    if (want_read)
+        conn_read_start(c);
+    else
+        conn_read_stop(c);
 }
 
 static void write_error_and_close(http_conn_t *c, int status, const char *code, const char *msg)
@@ -1028,16 +1066,20 @@ static void conn_close(http_conn_t *c)
     if (c->state == CONN_CLOSING) return;
     c->state = CONN_CLOSING;
     conn_read_stop(c);
-    if (c->prev) c->prev->next = c->next;
-    else conns = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        conns = c->next;
     if (c->next) c->next->prev = c->prev;
     http_req_t *req = c->req;
     c->req = NULL;
     if (req) {
         req->conn = NULL;
-        if (req->replied) log_request(req);
-        else log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
-                      req->path ? req->path : "-", req->id);
+        if (req->replied)
+            log_request(req);
+        else
+            log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
+                     req->path ? req->path : "-", req->id);
         http_req_cb gone = req->on_gone;
         req->on_gone = NULL;
         if (gone) gone(req);
@@ -1098,8 +1140,10 @@ int http_server_start(uv_loop_t *loop, const char *host, int port)
 
     struct sockaddr_storage addr;
     int rc;
-    if (strchr(host, ':')) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
-    else rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (strchr(host, ':'))
+        rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
+    else
+        rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
     if (rc) return rc;
     /* libuv 1.44 cannot set SO_REUSEPORT itself: make the socket, then hand it to libuv. */
     int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1107,7 +1151,8 @@ int http_server_start(uv_loop_t *loop, const char *host, int port)
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    socklen_t alen = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t alen =
+        addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     if (bind(fd, (struct sockaddr *)&addr, alen) != 0) {
         rc = -errno;
         close(fd);

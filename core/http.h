@@ -130,7 +130,8 @@ static inline const char *http_req_param(const http_req_t *req, int i)
 void http_res_header(http_req_t *req, const char *name, const char *value);
 
 /* Replies. body must stay valid until the request is freed (arena, static or owned). */
-void http_reply(http_req_t *req, int status, const char *content_type, const char *body, size_t len);
+void http_reply(http_req_t *req, int status, const char *content_type, const char *body,
+                size_t len);
 /* Takes ownership of a heap buffer (freed after the write). */
 void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t *body);
 /* JSON body, copied into the arena. */
@@ -143,7 +144,8 @@ void http_reply_error(http_req_t *req, int status, const char *code, const char 
 void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,
                               const char *details_json);
 /* 429 with Retry-After and top-level retryAfterSeconds. */
-void http_reply_rate_limited(http_req_t *req, const char *code, const char *message, int retry_after);
+void http_reply_rate_limited(http_req_t *req, const char *code, const char *message,
+                             int retry_after);
 void http_reply_redirect(http_req_t *req, int status, const char *location);
 
 /* Streamed request body (routes flagged ROUTE_STREAM_BODY): the handler runs once the head is

@@ -13,9 +13,9 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...)                                                                              \
     do {                                                                                           \
-        if (log_level_current >= LOG_INFO) log_msg(LOG_INFO, __VA_ARGS__);                        \
+        if (log_level_current >= LOG_INFO) log_msg(LOG_INFO, __VA_ARGS__);                         \
     } while (0)
 #define log_debug(...)                                                                             \
     do {                                                                                           \
-        if (log_level_current >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__);                      \
+        if (log_level_current >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__);                       \
     } while (0)

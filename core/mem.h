@@ -9,4 +9,4 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
 /* container_of: reach the owner of an embedded libuv handle. */
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))

@@ -97,8 +97,10 @@ void offload_run(http_req_t *req, offload_work_fn work, offload_done_fn done, vo
     o->done = done;
     o->data = data;
     http_req_ref(req);
-    if (queue_tail) queue_tail->next = o;
-    else queue_head = o;
+    if (queue_tail)
+        queue_tail->next = o;
+    else
+        queue_head = o;
     queue_tail = o;
     queued++;
     start_next();

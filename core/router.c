@@ -28,14 +28,22 @@ static router_guard_fn guard;
 static const char *method_name(int m)
 {
     switch (m) {
-    case HTTP_M_GET: return "GET";
-    case HTTP_M_POST: return "POST";
-    case HTTP_M_PUT: return "PUT";
-    case HTTP_M_PATCH: return "PATCH";
-    case HTTP_M_DELETE: return "DELETE";
-    case HTTP_M_HEAD: return "HEAD";
-    case HTTP_M_OPTIONS: return "OPTIONS";
-    default: return "?";
+    case HTTP_M_GET:
+        return "GET";
+    case HTTP_M_POST:
+        return "POST";
+    case HTTP_M_PUT:
+        return "PUT";
+    case HTTP_M_PATCH:
+        return "PATCH";
+    case HTTP_M_DELETE:
+        return "DELETE";
+    case HTTP_M_HEAD:
+        return "HEAD";
+    case HTTP_M_OPTIONS:
+        return "OPTIONS";
+    default:
+        return "?";
     }
 }
 
@@ -50,7 +58,8 @@ void router_add(const route_t *table, size_t n)
         memset(c, 0, sizeof(*c));
         c->route = &table[i];
         const char *p = table[i].pattern;
-        while (*p == '/') p++;
+        while (*p == '/')
+            p++;
         while (*p) {
             const char *slash = strchr(p, '/');
             size_t len = slash ? (size_t)(slash - p) : strlen(p);
@@ -62,7 +71,8 @@ void router_add(const route_t *table, size_t n)
             c->lens[c->nsegs] = len;
             c->nsegs++;
             p += len;
-            while (*p == '/') p++;
+            while (*p == '/')
+                p++;
         }
     }
 }
@@ -78,7 +88,8 @@ const route_t *router_match(http_req_t *req, int *status, const char **allow)
     size_t lens[MAX_SEGS + 1];
     int nsegs = 0;
     const char *p = req->path;
-    while (*p == '/') p++;
+    while (*p == '/')
+        p++;
     while (*p) {
         const char *slash = strchr(p, '/');
         size_t len = slash ? (size_t)(slash - p) : strlen(p);
@@ -95,7 +106,8 @@ const route_t *router_match(http_req_t *req, int *status, const char **allow)
     const compiled_t *best = NULL;
     unsigned best_score = 0;
     unsigned allow_mask = 0; /* bit per method index in method_list */
-    static const int method_list[] = {HTTP_M_GET, HTTP_M_POST, HTTP_M_PUT, HTTP_M_PATCH, HTTP_M_DELETE};
+    static const int method_list[] = {HTTP_M_GET, HTTP_M_POST, HTTP_M_PUT, HTTP_M_PATCH,
+                                      HTTP_M_DELETE};
     for (size_t i = 0; i < nroutes; i++) {
         const compiled_t *c = &routes[i];
         if (c->nsegs != nsegs) continue;
@@ -147,6 +159,8 @@ const route_t *router_match(http_req_t *req, int *status, const char **allow)
 
 void router_dispatch(http_req_t *req)
 {
-    if (guard) guard(req, req->route->handler);
-    else req->route->handler(req);
+    if (guard)
+        guard(req, req->route->handler);
+    else
+        req->route->handler(req);
 }

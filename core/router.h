@@ -17,9 +17,9 @@ enum route_auth {
 };
 
 enum route_flags {
-    ROUTE_STREAM_BODY = 1u << 0, /* handler consumes the body as a stream (http_req_read_body) */
-    ROUTE_GATE_EXEMPT = 1u << 1, /* stays usable while the caller has pending invites */
-    ROUTE_ORG_OPTIONAL = 1u << 2,/* resolve organization context when there is one */
+    ROUTE_STREAM_BODY = 1u << 0,  /* handler consumes the body as a stream (http_req_read_body) */
+    ROUTE_GATE_EXEMPT = 1u << 1,  /* stays usable while the caller has pending invites */
+    ROUTE_ORG_OPTIONAL = 1u << 2, /* resolve organization context when there is one */
 };
 
 struct route {

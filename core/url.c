@@ -60,14 +60,16 @@ const char *url_cookie_get(arena_t *a, const char *header, const char *name)
     size_t nlen = strlen(name);
     const char *p = header;
     while (*p) {
-        while (*p == ' ' || *p == '\t' || *p == ';') p++;
+        while (*p == ' ' || *p == '\t' || *p == ';')
+            p++;
         const char *end = strchr(p, ';');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         if (eq && (size_t)(eq - p) == nlen && memcmp(p, name, nlen) == 0) {
             const char *v = eq + 1;
             size_t vlen = len - nlen - 1;
-            while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t')) vlen--;
+            while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+                vlen--;
             if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') v++, vlen -= 2;
             return arena_strndup(a, v, vlen);
         }
@@ -85,8 +87,8 @@ char *url_encode(arena_t *a, const char *s)
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-            c == '_' || c == '.' || c == '~') {
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
             out[j++] = (char)c;
         } else {
             out[j++] = '%';

@@ -74,8 +74,8 @@ static void pw_on_saved(http_req_t *req, db_result_t *r)
 static void pw_work(void *data)
 {
     pw_state_t *st = data;
-    st->verify_rc = st->stored ? password_verify(st->stored, st->current)
-                               : password_verify_dummy(st->current);
+    st->verify_rc =
+        st->stored ? password_verify(st->stored, st->current) : password_verify_dummy(st->current);
     if (!st->stored) st->verify_rc = -1;
     if (st->verify_rc != 0) return;
     uint8_t salt[PASSWORD_SALT_LEN];

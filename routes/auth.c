@@ -116,9 +116,9 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
     mail_msg_t m = {0};
     mail_render_verification(st->lang, auth_verify_link(req, vtoken, st->callback), &m);
     const char *ua = http_req_header(req, "User-Agent");
-    const char *params[] = {user_id, st->email, st->first, st->last, st->lang, st->hash,
-                            session_id, token_h, req->client_ip, ua, ver_id, vtoken_h,
-                            m.subject, m.text, m.html};
+    const char *params[] = {user_id,  st->email,  st->first, st->last,       st->lang,
+                            st->hash, session_id, token_h,   req->client_ip, ua,
+                            ver_id,   vtoken_h,   m.subject, m.text,         m.html};
     cookie_set_session(req, token);
     db_req_query(req, SQL_SIGN_UP, 15, params, sign_up_on_insert);
     mail_msg_free(&m);
@@ -150,7 +150,8 @@ static void sign_up(http_req_t *req)
     st->callback = field_redirect(req, body, "callbackURL", &v);
     if (name) {
         split_name(req, name, &st->first, &st->last);
-        if (text_cp_count(st->first, strlen(st->first)) > 100 || (st->last && text_cp_count(st->last, strlen(st->last)) > 100))
+        if (text_cp_count(st->first, strlen(st->first)) > 100 ||
+            (st->last && text_cp_count(st->last, strlen(st->last)) > 100))
             verr_add(&v, "name", "first and last name must be at most 100 characters each");
     }
     if (verr_reply(req, &v)) return;
@@ -187,8 +188,10 @@ static void verify_work(void *data)
 {
     auth_state_t *st = data;
     /* Unknown email or no credential: spend the same time, then fail. */
-    if (!st->stored_hash) st->rc = password_verify_dummy(st->password);
-    else st->rc = password_verify(st->stored_hash, st->password);
+    if (!st->stored_hash)
+        st->rc = password_verify_dummy(st->password);
+    else
+        st->rc = password_verify(st->stored_hash, st->password);
     if (!st->user_id) st->rc = -1;
 }
 

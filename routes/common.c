@@ -69,8 +69,10 @@ const char *field_str(http_req_t *req, json_t *body, const char *key, verr_t *v,
     size_t cp = text_cp_count(s + off, len);
     if (cp < min_cp || cp > max_cp) {
         char msg[96];
-        if (min_cp > 0 && cp < min_cp && min_cp == 1) snprintf(msg, sizeof(msg), "must not be empty");
-        else snprintf(msg, sizeof(msg), "must be %zu to %zu characters", min_cp, max_cp);
+        if (min_cp > 0 && cp < min_cp && min_cp == 1)
+            snprintf(msg, sizeof(msg), "must not be empty");
+        else
+            snprintf(msg, sizeof(msg), "must be %zu to %zu characters", min_cp, max_cp);
         verr_add(v, key, msg);
         return NULL;
     }
@@ -183,7 +185,8 @@ void split_name(http_req_t *req, const char *name, const char **first, const cha
         return;
     }
     *first = arena_strndup(&req->arena, name, (size_t)(sp - name));
-    while (*sp == ' ') sp++;
+    while (*sp == ' ')
+        sp++;
     *last = *sp ? arena_strdup(&req->arena, sp) : NULL;
 }
 

@@ -61,7 +61,8 @@ static bool refresh_due(const char *session_id)
         uint64_t at;
     } recent[1024];
     uint32_t h = 2166136261u;
-    for (const char *p = session_id; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+    for (const char *p = session_id; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
     uint64_t now = uv_now(http_loop());
     size_t i = h % 1024;
     if (strcmp(recent[i].id, session_id) == 0 && now - recent[i].at < 60000) return false;
@@ -218,8 +219,10 @@ static void on_caller(http_req_t *req, db_result_t *r)
     if (g->org_header) {
         if (!org_id) {
             if (!optional) {
-                if (global) http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
-                else http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
+                if (global)
+                    http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+                else
+                    http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
                 return;
             }
         } else if (!global && !member_role) {
@@ -275,8 +278,10 @@ static void resolve_session(http_req_t *req)
     bool optional = route->auth == AUTH_OPTIONAL;
     const char *token = http_req_cookie(req, SESSION_COOKIE);
     if (!token || !token_is_wellformed(token)) {
-        if (optional) finish_guard(req);
-        else http_reply_error(req, 401, "UNAUTHENTICATED", "Authentication required");
+        if (optional)
+            finish_guard(req);
+        else
+            http_reply_error(req, 401, "UNAUTHENTICATED", "Authentication required");
         return;
     }
     const char *org = http_req_header(req, "X-Organization-Id");

@@ -1,9 +1,9 @@
 /*
  * Server-Sent Event streams (INTERFACE.md "Events"):
  *   GET /api/events/mentorships/:mentorshipId/events  coach and teacher of the mentorship (with an
- *       active membership in its organization), or a PlatformAdmin/Owner; 403 otherwise, 404 unknown.
- *   GET /api/events/users/me/events                   any signed-in user.
- * The streams themselves live in rt/streams.c.
+ *       active membership in its organization), or a PlatformAdmin/Owner; 403 otherwise, 404
+ * unknown. GET /api/events/users/me/events                   any signed-in user. The streams
+ * themselves live in rt/streams.c.
  */
 #include <string.h>
 
@@ -36,7 +36,8 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Not a participant of this mentorship");
         return;
     }
-    streams_open(req, STREAM_MENTORSHIP, c->user_id, c->session_id, req->params[0], db_get(r, 0, 0));
+    streams_open(req, STREAM_MENTORSHIP, c->user_id, c->session_id, req->params[0],
+                 db_get(r, 0, 0));
 }
 
 static void mentorship_events(http_req_t *req)

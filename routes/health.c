@@ -123,7 +123,8 @@ static void health_reply(health_state_t *st)
     if (!cfg.smtp_url) add_missing(&req_missing, "SMTP_URL", &f1);
     if (!getenv("MAIL_FROM")) add_missing(&req_missing, "MAIL_FROM", &f1);
     if (!cfg.smtp_url || !getenv("MAIL_FROM")) add_missing(&groups, "mail", &f2);
-    bool storage_cfg = strcmp(cfg.storage_driver, "s3") == 0 ? s3_complete() : getenv("STORAGE_DIR") != NULL;
+    bool storage_cfg =
+        strcmp(cfg.storage_driver, "s3") == 0 ? s3_complete() : getenv("STORAGE_DIR") != NULL;
     if (strcmp(cfg.storage_driver, "s3") == 0) {
         if (!cfg.s3_endpoint) add_missing(&req_missing, "S3_ENDPOINT", &f1);
         if (!cfg.s3_region) add_missing(&req_missing, "S3_REGION", &f1);
@@ -145,13 +146,14 @@ static void health_reply(health_state_t *st)
 
     buf_t b = BUF_INIT;
 #define OKS(x) ((x) ? "\"ok\"" : "\"error\"")
-    buf_printf(&b,
-               "{\"status\":\"%s\",\"version\":\"%s\",\"checks\":{\"database\":%s,\"cache\":%s,"
-               "\"storage\":%s,\"mail\":%s,\"video\":%s,\"env\":%s},\"env\":{\"environment\":\"%s\","
-               "\"missingRequired\":[",
-               degraded ? "degraded" : "ok", COACHD_VERSION, OKS(st->ok[CHK_DB]),
-               OKS(st->ok[CHK_CACHE]), OKS(st->ok[CHK_STORAGE]), OKS(st->ok[CHK_MAIL]),
-               OKS(video_ok), OKS(env_ok), cfg.production ? "deployed" : "development");
+    buf_printf(
+        &b,
+        "{\"status\":\"%s\",\"version\":\"%s\",\"checks\":{\"database\":%s,\"cache\":%s,"
+        "\"storage\":%s,\"mail\":%s,\"video\":%s,\"env\":%s},\"env\":{\"environment\":\"%s\","
+        "\"missingRequired\":[",
+        degraded ? "degraded" : "ok", COACHD_VERSION, OKS(st->ok[CHK_DB]), OKS(st->ok[CHK_CACHE]),
+        OKS(st->ok[CHK_STORAGE]), OKS(st->ok[CHK_MAIL]), OKS(video_ok), OKS(env_ok),
+        cfg.production ? "deployed" : "development");
 #undef OKS
     if (req_missing.len) buf_append(&b, req_missing.data, req_missing.len);
     buf_puts(&b, "],\"missingGroups\":[");

@@ -37,9 +37,9 @@ bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **o
 /* The MENTORING_MENTORSHIP_NCOLS columns of a mentorship m, notes shown when `show` (SQL
  * boolean) is true. */
 #define MENTORING_MENTORSHIP_COLS(m, show)                                                         \
-    m ".id, " m ".organization_id, " m ".coach_id, " m ".teacher_id, " m ".status, " m ".title, " \
-    m ".description, CASE WHEN " show " THEN " m ".notes END, " MENTORING_MS(m ".created_at")    \
-    ", " MENTORING_MS(m ".updated_at")
+    m ".id, " m ".organization_id, " m ".coach_id, " m ".teacher_id, " m ".status, " m             \
+      ".title, " m ".description, CASE WHEN " show " THEN " m                                      \
+      ".notes END, " MENTORING_MS(m ".created_at") ", " MENTORING_MS(m ".updated_at")
 #define MENTORING_MENTORSHIP_NCOLS 10
 
 /* The MENTORING_USER_NCOLS columns of a user u (coach or teacher brief). */

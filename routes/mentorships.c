@@ -51,11 +51,14 @@ static void delete_mentorship(http_req_t *req);
     "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
     "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
     " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("            \
-    "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS("c") ","   \
-    "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                            \
-    "   FROM (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $5::int OFFSET $6::int) m"   \
-    "   JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id) p ON true"          \
-    " ORDER BY p.k1 DESC, p.k2 DESC"
+    "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS(           \
+        "c") ","                                                                                   \
+             "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                   \
+                                              "   FROM (SELECT * FROM f ORDER BY created_at "      \
+                                              "DESC, id DESC LIMIT $5::int OFFSET $6::int) m"      \
+                                              "   JOIN users c ON c.id = m.coach_id JOIN users t " \
+                                              "ON t.id = m.teacher_id) p ON true"                  \
+                                              " ORDER BY p.k1 DESC, p.k2 DESC"
 
 enum {
     M_COL_MENTORSHIP = 1,

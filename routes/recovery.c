@@ -121,9 +121,11 @@ static void forget_on_done(http_req_t *req, db_result_t *r)
  * token appended, else FRONTEND_URL/reset-password. */
 static const char *reset_link(http_req_t *req, const char *redirect, const char *token)
 {
-    if (!redirect) return arena_printf(&req->arena, "%s/reset-password?token=%s", cfg.frontend_url, token);
-    const char *base = redirect[0] == '/' ? arena_printf(&req->arena, "%s%s", cfg.frontend_url, redirect)
-                                          : redirect;
+    if (!redirect)
+        return arena_printf(&req->arena, "%s/reset-password?token=%s", cfg.frontend_url, token);
+    const char *base = redirect[0] == '/'
+                           ? arena_printf(&req->arena, "%s%s", cfg.frontend_url, redirect)
+                           : redirect;
     return arena_printf(&req->arena, "%s%ctoken=%s", base, strchr(base, '?') ? '&' : '?', token);
 }
 
@@ -133,7 +135,8 @@ static void forget_limited(http_req_t *req)
     char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
     new_uuid(id);
     new_token(token, hash);
-    const char *params[10] = {st->email, id, hash, st->redirect ? urlcheck_lang(st->redirect) : NULL};
+    const char *params[10] = {st->email, id, hash,
+                              st->redirect ? urlcheck_lang(st->redirect) : NULL};
     render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token), params + 4);
     db_req_query(req, SQL_FORGET, 10, params, forget_on_done);
 }
@@ -248,7 +251,8 @@ static void resend_on_cooldown(bool allowed, int retry_after, bool error, void *
     char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
     new_uuid(id);
     new_token(token, hash);
-    const char *params[10] = {st->email, id, hash, st->redirect ? urlcheck_lang(st->redirect) : NULL};
+    const char *params[10] = {st->email, id, hash,
+                              st->redirect ? urlcheck_lang(st->redirect) : NULL};
     render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect),
                 params + 4);
     db_req_query(req, SQL_RESEND, 10, params, resend_on_done);

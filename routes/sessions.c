@@ -75,21 +75,31 @@ static int64_t now_ms(void)
  * over the covering org index), then one session per row (S_COL_*), its mentorship, coach and
  * teacher joined once per page. A page past the end is one row whose session columns are NULL,
  * so the count still comes back. */
-#define SQL_S_LIST(WHERE_)                                                                         \
-    "WITH f AS NOT MATERIALIZED (SELECT s.* FROM mentorship_sessions s WHERE " WHERE_              \
-    "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                              \
-    "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                               \
-    "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"   \
-    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("            \
-    "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS("s.scheduled_at") ", s.duration_minutes,"     \
-    "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS("s.cancelled_at") ","     \
-    "     s.cancelled_by, " MENTORING_MS("s.completed_at") ", " MENTORING_MS("s.created_at") ","   \
-    "     " MENTORING_MS("s.updated_at") ", " MENTORING_MENTORSHIP_COLS("m", "$8::boolean") ","    \
-    "     " MENTORING_USER_COLS("c") ", " MENTORING_USER_COLS("t") ", s.scheduled_at AS k1"        \
-    "   FROM (SELECT * FROM f ORDER BY scheduled_at, id LIMIT $6::int OFFSET $7::int) s"           \
-    "   JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"            \
-    "   JOIN users t ON t.id = m.teacher_id) p ON true"                                            \
-    " ORDER BY p.k1, p.sid"
+#define SQL_S_LIST(WHERE_)                                                                                                                                                                                     \
+    "WITH f AS NOT MATERIALIZED (SELECT s.* FROM mentorship_sessions s WHERE " WHERE_                                                                                                                          \
+    "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                                                                                                                                          \
+    "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                                                                                                                                           \
+    "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"                                                                                                               \
+    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("                                                                                                                        \
+    "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS(                                                                                                                                                   \
+        "s.scheduled_at") ", s.duration_minutes,"                                                                                                                                                              \
+                          "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS(                                                                                                                \
+                              "s.cancelled_at") ","                                                                                                                                                            \
+                                                "     s.cancelled_by, " MENTORING_MS(                                                                                                                          \
+                                                    "s.completed_at") ", " MENTORING_MS("s."                                                                                                                   \
+                                                                                        "created_"                                                                                                             \
+                                                                                        "at") ","                                                                                                              \
+                                                                                              "  "                                                                                                             \
+                                                                                              "  "                                                                                                             \
+                                                                                              " " MENTORING_MS("s.updated_at") ", " MENTORING_MENTORSHIP_COLS(                                                 \
+                                                                                                  "m",                                                                                                         \
+                                                                                                  "$8::boolean") ","                                                                                           \
+                                                                                                                 "     " MENTORING_USER_COLS("c") ", " MENTORING_USER_COLS(                                    \
+                                                                                                                     "t") ", s.scheduled_at AS k1"                                                             \
+                                                                                                                          "   FROM (SELECT * FROM f ORDER BY scheduled_at, id LIMIT $6::int OFFSET $7::int) s" \
+                                                                                                                          "   JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"  \
+                                                                                                                          "   JOIN users t ON t.id = m.teacher_id) p ON true"                                  \
+                                                                                                                          " ORDER BY p.k1, p.sid"
 
 enum {
     S_COL_ID = 1,

@@ -55,9 +55,12 @@ static void on_commit(db_result_t *r, void *data)
     st->tx = NULL;
     http_req_t *req = st->req;
     if (!http_req_gone(req)) {
-        if (!r->ok) http_reply_error(req, r->conn_lost ? 503 : 500, r->conn_lost ? "UNAVAILABLE" : "INTERNAL",
-                                     "Could not create the first administrator");
-        else http_reply_json(req, 201, st->json);
+        if (!r->ok)
+            http_reply_error(req, r->conn_lost ? 503 : 500,
+                             r->conn_lost ? "UNAVAILABLE" : "INTERNAL",
+                             "Could not create the first administrator");
+        else
+            http_reply_json(req, 201, st->json);
     }
     http_req_unref(req);
 }

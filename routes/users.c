@@ -83,42 +83,43 @@ static const char SQL_GET[] =
  * generic plan for this prepared statement from scanning every user instead. A NULL $1 skips it. */
 #define USER_SEARCH                                                                                \
     " su AS MATERIALIZED (SELECT id FROM users WHERE $1::text IS NOT NULL"                         \
-    "   AND (lower(email) LIKE '%' || lower($1) || '%'"                                             \
+    "   AND (lower(email) LIKE '%' || lower($1) || '%'"                                            \
     "     OR lower(user_display_name(first_name, last_name)) LIKE '%' || lower($1) || '%')),"
 #define USER_MATCHES(u) " ($1::text IS NULL OR " u ".id IN (SELECT id FROM su))"
 
 static const char SQL_LIST_ALL[] =
-    "WITH" USER_SEARCH
-    " f AS (SELECT u.* FROM users u"
-    "   WHERE" USER_MATCHES("u")
-    "     AND ($2::text IS NULL OR u.status = $2)"
-    "     AND ($3::text IS NULL OR u.global_role = $3 OR EXISTS (SELECT 1"
-    "       FROM organization_memberships r WHERE r.user_id = u.id"
-    "         AND r.role_in_organization = $3 AND r.membership_status = 'active'))),"
-    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET $5::int)"
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("
-    "     'id', u.id, 'email', u.email, 'status', u.status, 'globalRole', u.global_role,"
-    "     'firstName', u.first_name, 'lastName', u.last_name, 'avatarUrl', u.avatar_url,"
-    "     'role', COALESCE(u.global_role, (SELECT x.role_in_organization"
-    "         FROM organization_memberships x WHERE x.user_id = u.id"
-    "           AND x.organization_id = $6::uuid),"
-    "       (SELECT x.role_in_organization FROM organization_memberships x"
-    "         WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id"
-    "           AND x.membership_status = 'active')),"
-    "     'orgRoles', COALESCE((SELECT json_agg(json_build_object('orgId', o.id,"
-    "         'orgName', o.name, 'role', om.role_in_organization,"
-    "         'membershipStatus', om.membership_status) ORDER BY om.joined_at, o.id)"
-    "       FROM organization_memberships om JOIN organizations o ON o.id = om.organization_id"
-    "       WHERE om.user_id = u.id), '[]'::json))"
-    "     ORDER BY u.created_at DESC, u.id DESC) FROM p u), '[]'::json),"
-    "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))";
+    "WITH" USER_SEARCH " f AS (SELECT u.* FROM users u"
+    "   WHERE" USER_MATCHES(
+        "u") "     AND ($2::text IS NULL OR u.status = $2)"
+             "     AND ($3::text IS NULL OR u.global_role = $3 OR EXISTS (SELECT 1"
+             "       FROM organization_memberships r WHERE r.user_id = u.id"
+             "         AND r.role_in_organization = $3 AND r.membership_status = 'active'))),"
+             " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET "
+             "$5::int)"
+             " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("
+             "     'id', u.id, 'email', u.email, 'status', u.status, 'globalRole', u.global_role,"
+             "     'firstName', u.first_name, 'lastName', u.last_name, 'avatarUrl', u.avatar_url,"
+             "     'role', COALESCE(u.global_role, (SELECT x.role_in_organization"
+             "         FROM organization_memberships x WHERE x.user_id = u.id"
+             "           AND x.organization_id = $6::uuid),"
+             "       (SELECT x.role_in_organization FROM organization_memberships x"
+             "         WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id"
+             "           AND x.membership_status = 'active')),"
+             "     'orgRoles', COALESCE((SELECT json_agg(json_build_object('orgId', o.id,"
+             "         'orgName', o.name, 'role', om.role_in_organization,"
+             "         'membershipStatus', om.membership_status) ORDER BY om.joined_at, o.id)"
+             "       FROM organization_memberships om JOIN organizations o ON o.id = "
+             "om.organization_id"
+             "       WHERE om.user_id = u.id), '[]'::json))"
+             "     ORDER BY u.created_at DESC, u.id DESC) FROM p u), '[]'::json),"
+             "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))";
 
 /* As SQL_LIST_ALL, for the members of one organization (below). $1 is only matched in the
  * search variant; the always-true test keeps it typed in both. */
 #define SQL_LIST_ORG_BODY(FROM_)                                                                   \
     " f AS (SELECT u.id, u.email, u.status, u.global_role, u.first_name, u.last_name,"             \
     "     u.avatar_url, u.created_at, m.role_in_organization, m.membership_status"                 \
-    "   FROM " FROM_ " WHERE m.organization_id = $6::uuid"                                          \
+    "   FROM " FROM_ " WHERE m.organization_id = $6::uuid"                                         \
     "     AND (NOT $7::boolean OR (m.role_in_organization <> 'OrganizationAdmin'"                  \
     "       AND u.global_role IS NULL))"                                                           \
     "     AND ($1::text IS NULL OR $1 IS NOT NULL)"                                                \
@@ -139,11 +140,10 @@ static const char SQL_LIST_ALL[] =
  * without one the organization's memberships are walked. */
 static const char SQL_LIST_ORG[] =
     "WITH" SQL_LIST_ORG_BODY("organization_memberships m JOIN users u ON u.id = m.user_id");
-static const char SQL_LIST_ORG_SEARCH[] =
-    "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
-        "su CROSS JOIN LATERAL (SELECT * FROM organization_memberships m1"
-        " WHERE m1.organization_id = $6::uuid AND m1.user_id = su.id OFFSET 0) m"
-        " CROSS JOIN LATERAL (SELECT * FROM users u1 WHERE u1.id = su.id OFFSET 0) u");
+static const char SQL_LIST_ORG_SEARCH[] = "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
+    "su CROSS JOIN LATERAL (SELECT * FROM organization_memberships m1"
+    " WHERE m1.organization_id = $6::uuid AND m1.user_id = su.id OFFSET 0) m"
+    " CROSS JOIN LATERAL (SELECT * FROM users u1 WHERE u1.id = su.id OFFSET 0) u");
 
 static const char SQL_CREATE[] =
     "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"

@@ -28,7 +28,7 @@ struct curlm_job {
     CURL *easy;
     curlm_done_cb done;
     void *data;
-    CURLcode fail_code;      /* for jobs failed before they reached the multi handle */
+    CURLcode fail_code;       /* for jobs failed before they reached the multi handle */
     curlm_job_t *prev, *next; /* jobs (in the multi handle) or failed (waiting for defer) */
 };
 
@@ -70,8 +70,10 @@ static void job_link(curlm_job_t **head, curlm_job_t *j)
 
 static void job_unlink(curlm_job_t **head, curlm_job_t *j)
 {
-    if (j->prev) j->prev->next = j->next;
-    else *head = j->next;
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        *head = j->next;
     if (j->next) j->next->prev = j->prev;
     j->prev = j->next = NULL;
 }
@@ -127,7 +129,8 @@ void curlm_shutdown(void)
         free(j);
     }
     /* Stop watching before curl closes the cached connections' sockets. */
-    while (M.socks) sock_close(M.socks);
+    while (M.socks)
+        sock_close(M.socks);
     curl_multi_cleanup(M.multi);
     M.multi = NULL;
     uv_close((uv_handle_t *)&M.timer, NULL);
@@ -231,8 +234,10 @@ static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, vo
 /* Stops watching a socket curl is about to close; the memory goes in the close callback. */
 static void sock_close(curlm_sock_t *cs)
 {
-    if (cs->prev) cs->prev->next = cs->next;
-    else M.socks = cs->next;
+    if (cs->prev)
+        cs->prev->next = cs->next;
+    else
+        M.socks = cs->next;
     if (cs->next) cs->next->prev = cs->prev;
     if (M.multi) curl_multi_assign(M.multi, cs->fd, NULL);
     uv_poll_stop(&cs->poll);

@@ -14,7 +14,8 @@ void events_make_id(char out[48])
     static unsigned long seq;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    unsigned long long ms = (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+    unsigned long long ms =
+        (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
     snprintf(out, 48, "%llu-%x-%lu", ms, (unsigned)getpid(), ++seq);
 }
 

@@ -5,9 +5,10 @@
  *   user:<userId>               events for one user's stream (chat and session-update of all the
  *                               user's mentorships)
  *   user:<userId>:control       stream control: {"type":"session-ended","sessionId"},
- *                               {"type":"membership-disabled","organizationId"}, {"type":"user-inactive"}
- * Message on the event channels: {"id":"<event id>","event":"<name>","data":<JSON>}. The id is
- * made once at publish time so every stream shows the same `id:` for the same event.
+ *                               {"type":"membership-disabled","organizationId"},
+ * {"type":"user-inactive"} Message on the event channels: {"id":"<event
+ * id>","event":"<name>","data":<JSON>}. The id is made once at publish time so every stream shows
+ * the same `id:` for the same event.
  *
  * Publish only after the change that caused the event has committed.
  */

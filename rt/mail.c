@@ -127,7 +127,8 @@ static void put_subject(buf_t *b, const char *subject)
     char *clean = xmalloc(n + 1);
     size_t m = 0;
 
-    for (i = 0; i < n; i++) clean[m++] = (subject[i] == '\r' || subject[i] == '\n') ? ' ' : subject[i];
+    for (i = 0; i < n; i++)
+        clean[m++] = (subject[i] == '\r' || subject[i] == '\n') ? ' ' : subject[i];
     clean[m] = '\0';
     if (!needs_encoding(clean)) {
         buf_puts(b, clean);
@@ -138,7 +139,8 @@ static void put_subject(buf_t *b, const char *subject)
     while (i < m) {
         size_t end = i + 39 > m ? m : i + 39;
         /* back off to the start of a UTF-8 character */
-        while (end < m && end > i && ((unsigned char)clean[end] & 0xC0) == 0x80) end--;
+        while (end < m && end > i && ((unsigned char)clean[end] & 0xC0) == 0x80)
+            end--;
         if (end == i) end = i + 39 > m ? m : i + 39; /* invalid UTF-8: cut anyway */
         if (i > 0) buf_puts(b, "\r\n ");
         buf_puts(b, "=?UTF-8?B?");
@@ -244,7 +246,8 @@ static void random_hex(char *out, size_t nbytes)
     if (nbytes > sizeof(r)) nbytes = sizeof(r);
     /* getrandom(2) through libuv, synchronous: it never waits once the pool is seeded. */
     if (uv_random(NULL, NULL, r, nbytes, 0, NULL) != 0)
-        for (i = 0; i < nbytes; i++) r[i] = (unsigned char)rand();
+        for (i = 0; i < nbytes; i++)
+            r[i] = (unsigned char)rand();
     for (i = 0; i < nbytes; i++) {
         out[2 * i] = hex[r[i] >> 4];
         out[2 * i + 1] = hex[r[i] & 15];
@@ -258,9 +261,11 @@ static char *from_address(const char *from)
     const char *lt = strrchr(from, '<'), *gt;
 
     if (lt && (gt = strchr(lt, '>')) != NULL) return xstrndup(lt + 1, (size_t)(gt - lt - 1));
-    while (*from == ' ') from++;
+    while (*from == ' ')
+        from++;
     gt = from + strlen(from);
-    while (gt > from && gt[-1] == ' ') gt--;
+    while (gt > from && gt[-1] == ' ')
+        gt--;
     return xstrndup(from, (size_t)(gt - from));
 }
 
@@ -318,7 +323,7 @@ static int mkdir_p(const char *dir)
     char *p = xstrdup(dir), *s;
     int rc = 0;
 
-    for (s = p + 1; ; s++) {
+    for (s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
@@ -381,14 +386,18 @@ void mail_send(const mail_envelope_t *msg, mail_done_cb cb, void *data)
     }
     j->text = mail_build(msg, mail_from(), !cfg.smtp_url, (long long)time(NULL));
     j->len = strlen(j->text);
-    if (cfg.smtp_url) smtp_send(j, msg->to);
-    else eml_write(j);
+    if (cfg.smtp_url)
+        smtp_send(j, msg->to);
+    else
+        eml_write(j);
 }
 
 static void job_finish(mail_job_t *j, const char *error)
 {
-    if (j->cb) j->cb(error, j->data);
-    else if (j->verify_cb) j->verify_cb(error == NULL, j->data);
+    if (j->cb)
+        j->cb(error, j->data);
+    else if (j->verify_cb)
+        j->verify_cb(error == NULL, j->data);
     if (j->easy) curl_easy_cleanup(j->easy);
     curl_slist_free_all(j->rcpt);
     free(j->text);

@@ -143,7 +143,8 @@ static int backoff_seconds(int attempts)
     long long s = OUTBOX_BACKOFF_BASE_S;
     int i;
 
-    for (i = 0; i < attempts && s < OUTBOX_BACKOFF_MAX_S; i++) s *= 2;
+    for (i = 0; i < attempts && s < OUTBOX_BACKOFF_MAX_S; i++)
+        s *= 2;
     return s > OUTBOX_BACKOFF_MAX_S ? OUTBOX_BACKOFF_MAX_S : (int)s;
 }
 
@@ -168,8 +169,10 @@ static void on_claimed(db_result_t *r, void *data)
     (void)data;
     O.claiming = false;
     if (!r->ok) {
-        if (r->conn_lost) log_debug("outbox: database unavailable");
-        else log_warn("outbox: claim failed: %s", r->error ? r->error : "?");
+        if (r->conn_lost)
+            log_debug("outbox: database unavailable");
+        else
+            log_warn("outbox: claim failed: %s", r->error ? r->error : "?");
         return;
     }
     n = db_nrows(r);

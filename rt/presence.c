@@ -32,7 +32,8 @@ static uint64_t now_ms(void)
 static uint32_t hash_str(const char *s)
 {
     uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
 
@@ -70,8 +71,10 @@ static void on_get(redisReply *r, void *p)
     }
     bool online = r->element[0]->type == REDIS_REPLY_STRING;
     int64_t last = 0;
-    if (r->element[1]->type == REDIS_REPLY_STRING) last = strtoll(r->element[1]->str, NULL, 10);
-    else if (online) last = strtoll(r->element[0]->str, NULL, 10);
+    if (r->element[1]->type == REDIS_REPLY_STRING)
+        last = strtoll(r->element[1]->str, NULL, 10);
+    else if (online)
+        last = strtoll(r->element[0]->str, NULL, 10);
     g->cb(true, online, last, g->data);
     free(g);
 }

@@ -37,8 +37,7 @@ static void on_done(CURL *easy, CURLcode code, long status, void *data);
 static void job_free(push_job_t *j);
 static void finish_simple(push_job_t *j, long status, bool retryable, const char *error);
 
-void push_send(const char *const *tokens, int n, const push_msg_t *msg, push_done_cb cb,
-               void *data)
+void push_send(const char *const *tokens, int n, const push_msg_t *msg, push_done_cb cb, void *data)
 {
     push_job_t *j = xcalloc(1, sizeof(*j));
     json_t *arr = json_array();

@@ -22,9 +22,9 @@ typedef struct push_msg {
 } push_msg_t;
 
 typedef struct push_result {
-    bool ok;          /* HTTP 2xx with a ticket array: the batch was accepted */
-    bool retryable;   /* failure worth retrying: network error, timeout, HTTP 429 or 5xx */
-    long http_status; /* 0 when no response arrived */
+    bool ok;           /* HTTP 2xx with a ticket array: the batch was accepted */
+    bool retryable;    /* failure worth retrying: network error, timeout, HTTP 429 or 5xx */
+    long http_status;  /* 0 when no response arrived */
     const char *error; /* NULL when ok; text for logs */
     /* Tokens with a DeviceNotRegistered ticket (pointers into the caller's token array). */
     const char **unregistered;

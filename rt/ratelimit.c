@@ -42,8 +42,10 @@ static void on_reply(redisReply *r, void *p)
         return;
     }
     long long a = r->element[0]->integer, t = r->element[1]->integer;
-    if (pd->cooldown) pd->cb(a == 1, (int)t, false, pd->data);
-    else pd->cb(a <= pd->points, a <= pd->points ? 0 : (int)(t > 0 ? t : 1), false, pd->data);
+    if (pd->cooldown)
+        pd->cb(a == 1, (int)t, false, pd->data);
+    else
+        pd->cb(a <= pd->points, a <= pd->points ? 0 : (int)(t > 0 ? t : 1), false, pd->data);
     free(pd);
 }
 

@@ -147,7 +147,7 @@ static void *message_data;
 
 static int parse_url(const char *url);
 static char *pct_decode(const char *s, size_t n);
-#define client_log(cl, ...)                                                                         \
+#define client_log(cl, ...)                                                                        \
     log_msg((cl)->backoff_ms == REDIS_BACKOFF_MIN_MS ? LOG_WARN : LOG_DEBUG, __VA_ARGS__)
 
 static void client_init(rclient_t *cl, const char *name, bool is_sub);
@@ -331,7 +331,7 @@ void redis_shutdown(void)
 
         uv_timer_stop(&cl->timer);
         if (cl->gai_busy) uv_cancel((uv_req_t *)&cl->gai); /* its callback still runs */
-        client_drop(cl); /* pending callbacks get NULL now */
+        client_drop(cl);                                   /* pending callbacks get NULL now */
         uv_close((uv_handle_t *)&cl->timer, NULL);
     }
     /* Commands still armed belong to contexts already freed, so none are left; be safe. */
@@ -591,8 +591,10 @@ static int rpoll_attach(redisAsyncContext *ac)
 static void rpoll_update(rpoll_t *p, int events)
 {
     p->events = events;
-    if (events) uv_poll_start(&p->handle, events, on_rpoll);
-    else uv_poll_stop(&p->handle);
+    if (events)
+        uv_poll_start(&p->handle, events, on_rpoll);
+    else
+        uv_poll_stop(&p->handle);
 }
 
 static void rpoll_add_read(void *priv)
@@ -656,17 +658,23 @@ static void cmd_link(rcmd_t **head, rcmd_t **tail, rcmd_t *c)
 {
     c->next = NULL;
     c->prev = *tail;
-    if (*tail) (*tail)->next = c;
-    else *head = c;
+    if (*tail)
+        (*tail)->next = c;
+    else
+        *head = c;
     *tail = c;
 }
 
 static void cmd_unlink(rcmd_t **head, rcmd_t **tail, rcmd_t *c)
 {
-    if (c->prev) c->prev->next = c->next;
-    else *head = c->next;
-    if (c->next) c->next->prev = c->prev;
-    else *tail = c->prev;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        *head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        *tail = c->prev;
     c->prev = c->next = NULL;
 }
 
@@ -839,8 +847,10 @@ static void pub_enqueue(rpub_t *p)
         R.pubq_len--;
         pub_free(old);
     }
-    if (R.pubq_tail) R.pubq_tail->next = p;
-    else R.pubq_head = p;
+    if (R.pubq_tail)
+        R.pubq_tail->next = p;
+    else
+        R.pubq_head = p;
     R.pubq_tail = p;
     R.pubq_len++;
 }
@@ -955,7 +965,8 @@ static void chan_remove(rchan_t *ch)
 {
     rchan_t **pp = &R.buckets[chan_hash(ch->name, ch->len) & (R.nbuckets - 1)];
 
-    while (*pp != ch) pp = &(*pp)->next;
+    while (*pp != ch)
+        pp = &(*pp)->next;
     *pp = ch->next;
     R.nchans--;
     free(ch);
@@ -971,8 +982,10 @@ static void chans_reset(void)
 
         for (ch = R.buckets[i]; ch; ch = next) {
             next = ch->next;
-            if (ch->refs == 0) chan_remove(ch);
-            else ch->state = CHAN_NONE;
+            if (ch->refs == 0)
+                chan_remove(ch);
+            else
+                ch->state = CHAN_NONE;
         }
     }
 }

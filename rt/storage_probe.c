@@ -24,7 +24,9 @@ static void on_access(uv_fs_t *fs)
 {
     probe_t *p = container_of(fs, probe_t, fs);
     bool ok = fs->result == 0;
-    if (!ok) log_warn("health: storage dir %s not writable: %s", cfg.storage_dir, uv_strerror((int)fs->result));
+    if (!ok)
+        log_warn("health: storage dir %s not writable: %s", cfg.storage_dir,
+                 uv_strerror((int)fs->result));
     uv_fs_req_cleanup(fs);
     p->cb(ok, p->data);
     free(p);
@@ -54,9 +56,15 @@ void storage_probe(void (*cb)(bool ok, void *data), void *data)
     }
     char date[SIGV4_AMZ_DATE_LEN + 1];
     sigv4_amz_date((int64_t)time(NULL) * 1000, date);
-    sigv4_presign_t ps = {.method = "HEAD", .endpoint = cfg.s3_endpoint, .region = cfg.s3_region,
-                          .bucket = cfg.s3_bucket, .key = "", .access_key = cfg.s3_access_key_id,
-                          .secret_key = cfg.s3_secret_access_key, .amz_date = date, .expires = 60,
+    sigv4_presign_t ps = {.method = "HEAD",
+                          .endpoint = cfg.s3_endpoint,
+                          .region = cfg.s3_region,
+                          .bucket = cfg.s3_bucket,
+                          .key = "",
+                          .access_key = cfg.s3_access_key_id,
+                          .secret_key = cfg.s3_secret_access_key,
+                          .amz_date = date,
+                          .expires = 60,
                           .path_style = cfg.s3_force_path_style};
     char *url = NULL;
     if (!cfg.s3_endpoint || sigv4_presign_url(&ps, &url) != 0) {

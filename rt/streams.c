@@ -70,7 +70,8 @@ static void stream_close(stream_t *s);
 static uint32_t hash_str(const char *s, size_t n)
 {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
     return h;
 }
 
@@ -148,8 +149,10 @@ static void sub_attach(stream_t *s, const char *name)
 static void sub_detach(sub_t *sub)
 {
     channel_t *c = sub->chan;
-    if (sub->prev) sub->prev->next = sub->next;
-    else c->head = sub->next;
+    if (sub->prev)
+        sub->prev->next = sub->next;
+    else
+        c->head = sub->next;
     if (sub->next) sub->next->prev = sub->prev;
     c->count--;
     sub->chan = NULL;
@@ -170,8 +173,10 @@ static void wheel_add(stream_t *s)
 
 static void wheel_remove(stream_t *s)
 {
-    if (s->wprev) s->wprev->wnext = s->wnext;
-    else wheel[s->slot] = s->wnext;
+    if (s->wprev)
+        s->wprev->wnext = s->wnext;
+    else
+        wheel[s->slot] = s->wnext;
     if (s->wnext) s->wnext->wprev = s->wprev;
     s->wprev = s->wnext = NULL;
 }
@@ -191,8 +196,10 @@ static sbuf_t *encode_event(const char *id, size_t idlen, const char *event, siz
      * stray newline must not end the event early). */
     buf_puts(&b, "\ndata: ");
     for (size_t i = 0; i < dlen; i++) {
-        if (data[i] == '\n') buf_puts(&b, "\ndata: ");
-        else if (data[i] != '\r') buf_putc(&b, data[i]);
+        if (data[i] == '\n')
+            buf_puts(&b, "\ndata: ");
+        else if (data[i] != '\r')
+            buf_putc(&b, data[i]);
     }
     buf_puts(&b, "\n\n");
     sbuf_t *sb = sbuf_new(b.data, b.len);
@@ -247,7 +254,8 @@ static void on_control(channel_t *c, const char *msg, size_t len)
         if (session_ended && arg)
             close = strlen(s->session_id) == alen && memcmp(s->session_id, arg, alen) == 0;
         if (membership && arg)
-            close = s->org_id[0] == '\0' || (strlen(s->org_id) == alen && memcmp(s->org_id, arg, alen) == 0);
+            close = s->org_id[0] == '\0' ||
+                    (strlen(s->org_id) == alen && memcmp(s->org_id, arg, alen) == 0);
         if (close) {
             /* next may belong to this same stream (a stream has one sub per channel, so no). */
             stream_close(s);
@@ -269,8 +277,8 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     const char *id, *event;
     size_t idlen, evlen;
     const char *d = memmem(msg, len, "\"data\":", 7);
-    if (!json_str_field(msg, len, "id", &id, &idlen) || !json_str_field(msg, len, "event", &event, &evlen) ||
-        !d || msg[len - 1] != '}') {
+    if (!json_str_field(msg, len, "id", &id, &idlen) ||
+        !json_str_field(msg, len, "event", &event, &evlen) || !d || msg[len - 1] != '}') {
         log_warn("stream: malformed event on %s", channel);
         return;
     }
@@ -359,7 +367,8 @@ void streams_shutdown(void)
         timer_running = false;
     }
     for (int i = 0; i < WHEEL_SLOTS; i++)
-        while (wheel[i]) stream_close(wheel[i]);
+        while (wheel[i])
+            stream_close(wheel[i]);
     free(table);
     table = NULL;
     table_size = 0;
@@ -394,8 +403,10 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id, cons
     nstreams++;
     wheel_add(s);
     char chan[96];
-    if (kind == STREAM_MENTORSHIP) snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);
-    else snprintf(chan, sizeof(chan), "user:%s", user_id);
+    if (kind == STREAM_MENTORSHIP)
+        snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);
+    else
+        snprintf(chan, sizeof(chan), "user:%s", user_id);
     sub_attach(s, chan);
     snprintf(chan, sizeof(chan), "user:%s:control", user_id);
     sub_attach(s, chan);

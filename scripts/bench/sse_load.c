@@ -37,8 +37,8 @@ typedef struct conn {
     uv_write_t write;
     int index;
     user_t *user;
-    bool open;    /* 200 and head seen */
-    bool head;    /* still reading the head */
+    bool open; /* 200 and head seen */
+    bool head; /* still reading the head */
     char line[512];
     size_t line_len;
     char event[32];
@@ -144,8 +144,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     conn_t *c = (conn_t *)s;
     if (n < 0) {
-        if (c->open) closed++;
-        else failed++;
+        if (c->open)
+            closed++;
+        else
+            failed++;
         c->open = false;
         uv_close((uv_handle_t *)s, NULL);
         return;
@@ -205,7 +207,8 @@ static void open_more(void)
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         int one = 1;
         setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
-        if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 || uv_tcp_open(&c->tcp, fd) != 0) {
+        if (fd < 0 || bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
+            uv_tcp_open(&c->tcp, fd) != 0) {
             failed++;
             next_conn++;
             continue;
@@ -234,8 +237,10 @@ static void on_redis(uv_connect_t *cr, int st)
 {
     (void)cr;
     redis_up = st == 0;
-    if (redis_up) uv_read_start((uv_stream_t *)&redis_tcp, on_alloc, on_redis_read);
-    else fprintf(stderr, "redis connect failed: %s\n", uv_strerror(st));
+    if (redis_up)
+        uv_read_start((uv_stream_t *)&redis_tcp, on_alloc, on_redis_read);
+    else
+        fprintf(stderr, "redis connect failed: %s\n", uv_strerror(st));
 }
 
 typedef struct pubw {
@@ -255,12 +260,13 @@ static void on_pub(uv_timer_t *t)
     if (!redis_up || published >= events) return;
     user_t *u = &users[rand() % nusers];
     char msg[256], chan[128];
-    int ml = snprintf(msg, sizeof(msg), "{\"id\":\"b-%d\",\"event\":\"bench\",\"data\":{\"t\":%.0f}}",
-                      published, now_s() * 1e6);
+    int ml =
+        snprintf(msg, sizeof(msg), "{\"id\":\"b-%d\",\"event\":\"bench\",\"data\":{\"t\":%.0f}}",
+                 published, now_s() * 1e6);
     int cl = snprintf(chan, sizeof(chan), "user:%s", u->id);
     pubw_t *p = malloc(sizeof(*p));
-    int len = snprintf(p->buf, sizeof(p->buf), "*3\r\n$7\r\nPUBLISH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", cl,
-                       chan, ml, msg);
+    int len = snprintf(p->buf, sizeof(p->buf), "*3\r\n$7\r\nPUBLISH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n",
+                       cl, chan, ml, msg);
     uv_buf_t b = uv_buf_init(p->buf, (unsigned)len);
     uv_write(&p->w, (uv_stream_t *)&redis_tcp, &b, 1, on_pub_written);
     published++;
@@ -303,9 +309,11 @@ static void on_stop(uv_timer_t *t)
     }
     printf("events published %d, deliveries %zu of %lld expected\n", published, nlat, expected);
     printf("delivery latency ms: p50 %.2f p99 %.2f max %.2f\n", p50, p99, pmax);
-    if (with_pings) printf("ping gap s (streams with >= 2 pings: %d): min %.2f max %.2f\n", with_pings, gmin, gmax);
-    printf("streams still open %d, closed by server %d; server RSS %.1f MB\n", opened - closed, closed,
-           kb / 1024.0);
+    if (with_pings)
+        printf("ping gap s (streams with >= 2 pings: %d): min %.2f max %.2f\n", with_pings, gmin,
+               gmax);
+    printf("streams still open %d, closed by server %d; server RSS %.1f MB\n", opened - closed,
+           closed, kb / 1024.0);
     fflush(stdout);
     exit(failed ? 1 : 0);
 }
@@ -314,17 +322,26 @@ int main(int argc, char **argv)
 {
     const char *users_file = NULL;
     char srcs[1024] = "127.0.0.1";
-    static struct option opts[] = {
-        {"port", 1, 0, 'p'},   {"users", 1, 0, 'u'},  {"streams", 1, 0, 'n'},     {"sources", 1, 0, 's'},
-        {"redis", 1, 0, 'r'},  {"events", 1, 0, 'e'}, {"rate", 1, 0, 'R'},        {"hold", 1, 0, 'h'},
-        {"server-pid", 1, 0, 'P'}, {0, 0, 0, 0}};
+    static struct option opts[] = {{"port", 1, 0, 'p'},       {"users", 1, 0, 'u'},
+                                   {"streams", 1, 0, 'n'},    {"sources", 1, 0, 's'},
+                                   {"redis", 1, 0, 'r'},      {"events", 1, 0, 'e'},
+                                   {"rate", 1, 0, 'R'},       {"hold", 1, 0, 'h'},
+                                   {"server-pid", 1, 0, 'P'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
-        case 'p': port = atoi(optarg); break;
-        case 'u': users_file = optarg; break;
-        case 'n': nstreams = atoi(optarg); break;
-        case 's': snprintf(srcs, sizeof(srcs), "%s", optarg); break;
+        case 'p':
+            port = atoi(optarg);
+            break;
+        case 'u':
+            users_file = optarg;
+            break;
+        case 'n':
+            nstreams = atoi(optarg);
+            break;
+        case 's':
+            snprintf(srcs, sizeof(srcs), "%s", optarg);
+            break;
         case 'r': {
             char *colon = strchr(optarg, ':');
             if (colon) {
@@ -334,18 +351,29 @@ int main(int argc, char **argv)
             snprintf(redis_host, sizeof(redis_host), "%s", optarg);
             break;
         }
-        case 'e': events = atoi(optarg); break;
-        case 'R': rate = atoi(optarg); break;
-        case 'h': hold = atoi(optarg); break;
-        case 'P': server_pid = atoi(optarg); break;
-        default: fprintf(stderr, "see the comment at the top of sse_load.c\n"); return 2;
+        case 'e':
+            events = atoi(optarg);
+            break;
+        case 'R':
+            rate = atoi(optarg);
+            break;
+        case 'h':
+            hold = atoi(optarg);
+            break;
+        case 'P':
+            server_pid = atoi(optarg);
+            break;
+        default:
+            fprintf(stderr, "see the comment at the top of sse_load.c\n");
+            return 2;
         }
     }
     if (!users_file) {
         fprintf(stderr, "--users FILE is required\n");
         return 2;
     }
-    for (char *tok = strtok(srcs, ","); tok && nsources < 64; tok = strtok(NULL, ",")) sources[nsources++] = tok;
+    for (char *tok = strtok(srcs, ","); tok && nsources < 64; tok = strtok(NULL, ","))
+        sources[nsources++] = tok;
     FILE *f = fopen(users_file, "r");
     if (!f) {
         perror(users_file);
@@ -365,7 +393,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "no users in %s\n", users_file);
         return 2;
     }
-    for (int i = 0; i < nstreams; i++) users[i % nusers].nstreams++;
+    for (int i = 0; i < nstreams; i++)
+        users[i % nusers].nstreams++;
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;

@@ -20,7 +20,8 @@ static void json_escape(void **s)
     buf_reset(&b);
     /* Invalid UTF-8 (lone continuation byte, overlong, surrogate) becomes U+FFFD. */
     buf_json_str(&b, "x\x80y\xC0\xAFz\xED\xA0\x80");
-    assert_string_equal(b.data, "\"x\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBDz\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+    assert_string_equal(
+        b.data, "\"x\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBDz\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
     buf_free(&b);
 }
 
@@ -28,7 +29,8 @@ static void printf_growth(void **s)
 {
     (void)s;
     buf_t b = BUF_INIT;
-    for (int i = 0; i < 1000; i++) buf_printf(&b, "%d,", i);
+    for (int i = 0; i < 1000; i++)
+        buf_printf(&b, "%d,", i);
     assert_int_equal(b.len, strlen(b.data));
     assert_true(strncmp(b.data, "0,1,2,", 6) == 0);
     char big[600];

@@ -30,7 +30,8 @@ static size_t upload_total;
 static void h_echo(http_req_t *req)
 {
     const char *q = http_req_query(req, "a");
-    char *body = arena_printf(&req->arena, "{\"x\":\"%s\",\"a\":\"%s\"}", req->params[0], q ? q : "");
+    char *body =
+        arena_printf(&req->arena, "{\"x\":\"%s\",\"a\":\"%s\"}", req->params[0], q ? q : "");
     http_reply_json(req, 200, body);
 }
 
@@ -77,7 +78,8 @@ static void h_slow(http_req_t *req)
 
 static void h_stats(http_req_t *req)
 {
-    char *body = arena_printf(&req->arena, "{\"gone\":%d,\"upload\":%zu}", gone_count, upload_total);
+    char *body =
+        arena_printf(&req->arena, "{\"gone\":%d,\"upload\":%zu}", gone_count, upload_total);
     http_reply_json(req, 200, body);
 }
 
@@ -205,7 +207,8 @@ static int read_resp(conn_t *c, resp_t *out)
     c->len -= hlen;
     if (out->status < 200 || out->status == 204 || out->status == 304) n = 0;
     if (n < 0) { /* read to EOF */
-        while (fill(c) == 0) {}
+        while (fill(c) == 0) {
+        }
         n = (long)c->len;
     }
     while ((long)c->len < n)
@@ -284,7 +287,8 @@ static void errors_shape(void **s)
     conn_t *c = open_conn();
     resp_t r = roundtrip(c, "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_int_equal(r.status, 404);
-    assert_string_equal(r.body, "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"Route not found\"}}");
+    assert_string_equal(r.body,
+                        "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"Route not found\"}}");
     free(r.body);
     r = roundtrip(c, "DELETE /body HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_int_equal(r.status, 405);
@@ -331,14 +335,16 @@ static void chunked_head_continue(void **s)
     /* HEAD: the GET route answers with headers only. */
     send_all(c->fd, "HEAD /echo/1 HTTP/1.1\r\nHost: t\r\n\r\n", 34);
     char *end;
-    while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4))) assert_int_equal(fill(c), 0);
+    while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4)))
+        assert_int_equal(fill(c), 0);
     size_t hlen = (size_t)(end - c->buf) + 4;
     assert_true(strncmp(c->buf, "HTTP/1.1 200", 12) == 0);
     assert_non_null(memmem(c->buf, hlen, "Content-Length: ", 16));
     c->len -= hlen;
     memmove(c->buf, c->buf + hlen, c->len);
     /* The connection is still in sync for the next request. */
-    r = roundtrip(c, "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
+    r = roundtrip(
+        c, "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n");
     assert_int_equal(r.status, 100);
     free(r.body);
     send_all(c->fd, "ok", 2);
@@ -355,11 +361,13 @@ static void streamed_upload(void **s)
     conn_t *c = open_conn();
     size_t total = 3 * 1024 * 1024;
     char head[128];
-    snprintf(head, sizeof(head), "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n", total);
+    snprintf(head, sizeof(head), "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n",
+             total);
     send_all(c->fd, head, strlen(head));
     char *chunk = malloc(65536);
     memset(chunk, 'z', 65536);
-    for (size_t sent = 0; sent < total; sent += 65536) send_all(c->fd, chunk, 65536);
+    for (size_t sent = 0; sent < total; sent += 65536)
+        send_all(c->fd, chunk, 65536);
     free(chunk);
     resp_t r;
     assert_int_equal(read_resp(c, &r), 0);

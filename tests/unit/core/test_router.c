@@ -3,11 +3,26 @@
 #include "core/router.h"
 #include "tests.h"
 
-static void h_list(http_req_t *r) { (void)r; }
-static void h_get(http_req_t *r) { (void)r; }
-static void h_me(http_req_t *r) { (void)r; }
-static void h_users(http_req_t *r) { (void)r; }
-static void h_patch(http_req_t *r) { (void)r; }
+static void h_list(http_req_t *r)
+{
+    (void)r;
+}
+static void h_get(http_req_t *r)
+{
+    (void)r;
+}
+static void h_me(http_req_t *r)
+{
+    (void)r;
+}
+static void h_users(http_req_t *r)
+{
+    (void)r;
+}
+static void h_patch(http_req_t *r)
+{
+    (void)r;
+}
 
 static const route_t table[] = {
     {HTTP_M_GET, "/api/organizations", h_list, 0, 0, 0, 0},

@@ -84,7 +84,8 @@ static inline bool run_until(volatile bool *flag, unsigned ms)
     g->timer.data = g->prepare.data = g;
     uv_timer_start(&g->timer, on_guard, ms, 0);
     uv_prepare_start(&g->prepare, on_guard_prepare);
-    while (!*flag && !g->expired) uv_run(&loop, UV_RUN_DEFAULT);
+    while (!*flag && !g->expired)
+        uv_run(&loop, UV_RUN_DEFAULT);
     ok = *flag;
     g->closing = 2;
     uv_close((uv_handle_t *)&g->timer, on_guard_closed);
@@ -112,7 +113,8 @@ static inline void loop_finish(void)
 {
     int i, rc;
 
-    for (i = 0; i < 50; i++) uv_run(&loop, UV_RUN_NOWAIT);
+    for (i = 0; i < 50; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
     uv_run(&loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(&loop);
     loop_is_open = false;

@@ -165,14 +165,16 @@ static void test_smtp(void **state)
 
     rec = sink_record(out, 0);
     assert_non_null(rec);
-    assert_string_equal(json_string_value(json_object_get(rec, "mail_from")), "no-reply@coachd.test");
+    assert_string_equal(json_string_value(json_object_get(rec, "mail_from")),
+                        "no-reply@coachd.test");
     rcpt = json_object_get(rec, "rcpt_tos");
     assert_int_equal(json_array_size(rcpt), 1);
     assert_string_equal(json_string_value(json_array_get(rcpt, 0)), "ana@example.com");
     assert_string_equal(json_string_value(json_object_get(rec, "subject")), SUBJECT);
     /* the text part, with CRLF turned back into LF by the parser */
     want_text = strdup(TEXT);
-    for (i = k = 0; want_text[i]; i++) want_text[k++] = want_text[i];
+    for (i = k = 0; want_text[i]; i++)
+        want_text[k++] = want_text[i];
     want_text[k] = '\0';
     {
         const char *got = json_string_value(json_object_get(rec, "text"));

@@ -2,8 +2,8 @@
  * rt/outbox end to end against a live PostgreSQL (COACHD_TEST_DATABASE_URL; the run fails when
  * it is missing). The test works in a schema of its own (search_path through the connection
  * options), so it never drains rows of anyone else. Mail goes to .eml files, push to
- * tests/unit/rt/push_sink.py. The test includes rt/outbox.c to reach its statics. Checks between loop slices use a separate blocking connection
- * (test code only).
+ * tests/unit/rt/push_sink.py. The test includes rt/outbox.c to reach its statics. Checks between
+ * loop slices use a separate blocking connection (test code only).
  */
 #include "rt/outbox.c"
 
@@ -25,7 +25,8 @@ static void exec_ok(const char *sql)
     PGresult *r = PQexec(pg, sql);
     ExecStatusType st = PQresultStatus(r);
 
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) fail_msg("%s: %s", sql, PQerrorMessage(pg));
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(pg));
     PQclear(r);
 }
 
@@ -104,31 +105,40 @@ static void test_drain(void **state)
     /* 150 tokens: the first batch of 100 goes through, the second fails with 503 */
     buf_puts(&big, "{\"title\":\"T\",\"body\":\"B\",\"to\":[");
     for (i = 0; i < 150; i++)
-        buf_printf(&big, "%s\"ExponentPushToken[%s%d]\"", i ? "," : "", i == 120 ? "Status503-" : "t", i);
+        buf_printf(&big, "%s\"ExponentPushToken[%s%d]\"", i ? "," : "",
+                   i == 120 ? "Status503-" : "t", i);
     buf_puts(&big, "]}");
-    mail_ok = scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('mail', '{\"to\":\"ana@example.com\","
-                        "\"subject\":\"Hola ✓\",\"text\":\"Tu sesión\",\"html\":\"<p>x</p>\"}') "
-                        "RETURNING id%s", "");
-    mail_bad = scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('mail', '{\"subject\":\"x\"}') "
-                         "RETURNING id%s", "");
-    push_ok = scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('push', '{\"to\":["
-                        "\"ExponentPushToken[aaa]\",\"ExponentPushToken[Unregistered1]\"],"
-                        "\"title\":\"Ana\",\"body\":\"¡Hola!\",\"data\":{\"k\":1}}') RETURNING id%s",
-                        "");
+    mail_ok =
+        scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('mail', '{\"to\":\"ana@example.com\","
+                  "\"subject\":\"Hola ✓\",\"text\":\"Tu sesión\",\"html\":\"<p>x</p>\"}') "
+                  "RETURNING id%s",
+                  "");
+    mail_bad =
+        scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('mail', '{\"subject\":\"x\"}') "
+                  "RETURNING id%s",
+                  "");
+    push_ok =
+        scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('push', '{\"to\":["
+                  "\"ExponentPushToken[aaa]\",\"ExponentPushToken[Unregistered1]\"],"
+                  "\"title\":\"Ana\",\"body\":\"¡Hola!\",\"data\":{\"k\":1}}') RETURNING id%s",
+                  "");
     {
         char sql[8192];
 
-        snprintf(sql, sizeof(sql), "INSERT INTO outbox (kind, payload) VALUES ('push', '%s') RETURNING id",
-                 big.data);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO outbox (kind, payload) VALUES ('push', '%s') RETURNING id", big.data);
         v = scalar("%s", sql);
         push_split = atoll(v);
         free(v);
     }
     push_empty = scalar_ll("INSERT INTO outbox (kind, payload) VALUES ('push', '{\"to\":[]}') "
-                           "RETURNING id%s", "");
-    later = scalar_ll("INSERT INTO outbox (kind, payload, next_attempt_at) VALUES ('mail', "
-                      "'{\"to\":\"a@b.c\",\"subject\":\"s\",\"text\":\"t\"}', now() + interval '1 hour') "
-                      "RETURNING id%s", "");
+                           "RETURNING id%s",
+                           "");
+    later = scalar_ll(
+        "INSERT INTO outbox (kind, payload, next_attempt_at) VALUES ('mail', "
+        "'{\"to\":\"a@b.c\",\"subject\":\"s\",\"text\":\"t\"}', now() + interval '1 hour') "
+        "RETURNING id%s",
+        "");
     buf_free(&big);
 
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/--/api/v2/push/send", port);
@@ -144,15 +154,18 @@ static void test_drain(void **state)
     for (i = 0; i < 100; i++) {
         run_for(100);
         n = scalar_ll("SELECT count(*) FROM outbox WHERE attempts > 0 AND (sent_at IS NOT NULL OR "
-                      "last_error IS NOT NULL)%s", "");
+                      "last_error IS NOT NULL)%s",
+                      "");
         if (n == 5) break;
     }
     assert_int_equal(n, 5);
     run_for(300); /* token deletes */
 
     /* mail: sent, one .eml file */
-#define ROW(id) scalar("SELECT (sent_at IS NOT NULL)::text || '|' || attempts || '|' || " \
-                       "coalesce(last_error, '-') FROM outbox WHERE id = %s", id)
+#define ROW(id)                                                                                    \
+    scalar("SELECT (sent_at IS NOT NULL)::text || '|' || attempts || '|' || "                      \
+           "coalesce(last_error, '-') FROM outbox WHERE id = %s",                                  \
+           id)
     {
         char ids[6][24];
 
@@ -175,17 +188,23 @@ static void test_drain(void **state)
         assert_string_equal(v, "true|1|-");
         free(v);
         assert_int_equal(scalar_ll("SELECT count(*) FROM push_tokens WHERE token = "
-                                   "'ExponentPushToken[Unregistered1]'%s", ""), 0);
+                                   "'ExponentPushToken[Unregistered1]'%s",
+                                   ""),
+                         0);
         assert_int_equal(scalar_ll("SELECT count(*) FROM push_tokens%s", ""), 1);
         /* split push: retried later with only the 50 tokens of the failed batch */
         v = ROW(ids[3]);
         assert_string_equal(v, "false|1|push: HTTP 503");
         free(v);
-        assert_int_equal(scalar_ll("SELECT jsonb_array_length(payload->'to') FROM outbox WHERE id = %s",
-                                   ids[3]), 50);
-        assert_int_equal(scalar_ll("SELECT (next_attempt_at > now() + interval '5 seconds' AND "
-                                   "next_attempt_at < now() + interval '11 seconds')::int FROM outbox "
-                                   "WHERE id = %s", ids[3]), 1);
+        assert_int_equal(
+            scalar_ll("SELECT jsonb_array_length(payload->'to') FROM outbox WHERE id = %s", ids[3]),
+            50);
+        assert_int_equal(
+            scalar_ll("SELECT (next_attempt_at > now() + interval '5 seconds' AND "
+                      "next_attempt_at < now() + interval '11 seconds')::int FROM outbox "
+                      "WHERE id = %s",
+                      ids[3]),
+            1);
         v = scalar("SELECT payload->'to'->>0 FROM outbox WHERE id = %s", ids[3]);
         assert_string_equal(v, "ExponentPushToken[t100]");
         free(v);

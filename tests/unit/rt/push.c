@@ -39,7 +39,8 @@ static void on_pushed(const push_result_t *r, void *data)
     b->status = r->http_status;
     b->n_unregistered = r->n_unregistered;
     b->n_ticket_errors = r->n_ticket_errors;
-    for (i = 0; i < r->n_unregistered && i < 8; i++) b->unregistered[i] = r->unregistered[i];
+    for (i = 0; i < r->n_unregistered && i < 8; i++)
+        b->unregistered[i] = r->unregistered[i];
     snprintf(b->error, sizeof(b->error), "%s", r->error ? r->error : "");
 }
 
@@ -150,7 +151,8 @@ static void test_send(void **state)
     {
         const char *many[PUSH_BATCH_MAX + 1];
 
-        for (i = 0; i <= PUSH_BATCH_MAX; i++) many[i] = "ExponentPushToken[x]";
+        for (i = 0; i <= PUSH_BATCH_MAX; i++)
+            many[i] = "ExponentPushToken[x]";
         push_and_wait(many, PUSH_BATCH_MAX + 1, &msg, &b);
         assert_false(b.ok);
         assert_false(b.retryable);

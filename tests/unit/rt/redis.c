@@ -102,7 +102,8 @@ static void wait_numsub(const char *channel, long long want)
 {
     int i;
 
-    for (i = 0; i < 100 && numsub_count(channel) != want; i++) run_for(30);
+    for (i = 0; i < 100 && numsub_count(channel) != want; i++)
+        run_for(30);
     assert_int_equal(numsub_count(channel), want);
 }
 
@@ -234,7 +235,8 @@ static void test_ping(void **state)
     start(redis_url);
     wait_connected();
     redis_ping(on_ping, &v);
-    for (i = 0; i < 100 && v < 0; i++) run_for(20);
+    for (i = 0; i < 100 && v < 0; i++)
+        run_for(20);
     assert_int_equal(v, 1);
     (void)done;
     stop();
@@ -256,7 +258,8 @@ static void test_pubsub(void **state)
     wait_connected();
     wait_numsub(chan, 1);
     redis_publish(chan, "hello\0world", 11);
-    for (i = 0; i < 100 && m.count < 1; i++) run_for(20);
+    for (i = 0; i < 100 && m.count < 1; i++)
+        run_for(20);
     assert_int_equal(m.count, 1);
     assert_string_equal(m.channel, chan);
     assert_int_equal(m.len, 11);
@@ -268,7 +271,8 @@ static void test_pubsub(void **state)
     run_for(100);
     wait_numsub(chan, 1);
     redis_publish(chan, "two", 3);
-    for (i = 0; i < 100 && m.count < 2; i++) run_for(20);
+    for (i = 0; i < 100 && m.count < 2; i++)
+        run_for(20);
     assert_int_equal(m.count, 2);
 
     /* last one leaves: UNSUBSCRIBE; a quick re-subscribe while it is in flight still works */
@@ -282,7 +286,8 @@ static void test_pubsub(void **state)
     wait_numsub(chan, 0);
     redis_publish(chan, "nobody", 6);
     redis_publish(other, "three", 5);
-    for (i = 0; i < 100 && m.count < 3; i++) run_for(20);
+    for (i = 0; i < 100 && m.count < 3; i++)
+        run_for(20);
     assert_int_equal(m.count, 3);
     assert_string_equal(m.channel, other);
     redis_unsubscribe(other);
@@ -318,7 +323,8 @@ static void test_reconnect(void **state)
     wait_connected();
     wait_numsub(chan, 1);
     redis_publish(chan, "after-sub-kill", 14);
-    for (i = 0; i < 100 && m.count < 1; i++) run_for(20);
+    for (i = 0; i < 100 && m.count < 1; i++)
+        run_for(20);
     assert_int_equal(m.count, 1);
 
     /* the command connection, killed by itself: the in-flight command gets NULL once */
@@ -334,7 +340,8 @@ static void test_reconnect(void **state)
     assert_true(run_until(&b.done, 5000));
     assert_true(b.null_reply); /* fails at once while down */
     wait_connected();
-    for (i = 0; i < 100 && m.count < 2; i++) run_for(20);
+    for (i = 0; i < 100 && m.count < 2; i++)
+        run_for(20);
     assert_int_equal(m.count, 2);
     assert_memory_equal(m.msg, "queued-while-down", 17);
     b = cmd("PING");
@@ -407,7 +414,8 @@ static void test_timeout(void **state)
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
     mute_conns = 0;
     assert_int_equal(redis_init(&loop, url), 0);
-    for (int i = 0; i < 100 && !redis_connected(); i++) run_for(20);
+    for (int i = 0; i < 100 && !redis_connected(); i++)
+        run_for(20);
     assert_true(redis_connected()); /* no AUTH/SELECT: connected once TCP is up */
     memset(&slow, 0, sizeof(slow));
     uv_update_time(&loop);
@@ -443,7 +451,8 @@ static void test_closed_port(void **state)
     assert_false(b.was_sync);
     assert_true(b.null_reply);
     redis_ping(on_ping, &v);
-    for (i = 0; i < 50 && v < 0; i++) run_for(20);
+    for (i = 0; i < 50 && v < 0; i++)
+        run_for(20);
     assert_int_equal(v, 0);
     redis_publish("x", "queued", 6);
     redis_subscribe("x");
