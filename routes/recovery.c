@@ -129,7 +129,10 @@ static const char *reset_link(http_req_t *req, const char *redirect, const char 
     return arena_printf(&req->arena, "%s%ctoken=%s", base, strchr(base, '?') ? '&' : '?', token);
 }
 
-static void forget_limited(http_req_t *req)
+/* Issues a single-use token for st->email and queues its mail in both languages with one
+ * statement (SQL_FORGET / SQL_RESEND: $1 email, $2 id, $3 token hash, $4 the redirect's lang,
+ * $5-$10 the renderings); the statement writes nothing for an unknown address. */
+static void queue_token_mail(http_req_t *req, const char *sql, bool reset, db_req_cb done)
 {
     rec_state_t *st = req->data;
     char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
@@ -137,8 +140,18 @@ static void forget_limited(http_req_t *req)
     new_token(token, hash);
     const char *params[10] = {st->email, id, hash,
                               st->redirect ? urlcheck_lang(st->redirect) : NULL};
-    render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token), params + 4);
-    db_req_query(req, SQL_FORGET, 10, params, forget_on_done);
+    if (reset)
+        render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token),
+                    params + 4);
+    else
+        render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect),
+                    params + 4);
+    db_req_query(req, sql, 10, params, done);
+}
+
+static void forget_limited(http_req_t *req)
+{
+    queue_token_mail(req, SQL_FORGET, true, forget_on_done);
 }
 
 static void forget_password(http_req_t *req)
@@ -247,15 +260,7 @@ static void resend_on_cooldown(bool allowed, int retry_after, bool error, void *
                                 retry_after);
         goto done;
     }
-    rec_state_t *st = req->data;
-    char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], hash[TOKEN_HASH_LEN + 1];
-    new_uuid(id);
-    new_token(token, hash);
-    const char *params[10] = {st->email, id, hash,
-                              st->redirect ? urlcheck_lang(st->redirect) : NULL};
-    render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect),
-                params + 4);
-    db_req_query(req, SQL_RESEND, 10, params, resend_on_done);
+    queue_token_mail(req, SQL_RESEND, false, resend_on_done);
 done:
     http_req_unref(req);
 }
