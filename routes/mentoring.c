@@ -230,8 +230,7 @@ const char *mentoring_cache_key(http_req_t *req, int n, const char *const *field
 
 long long mentoring_row_version(const db_result_t *r, int col)
 {
-    return db_isnull(r, 0, col) ? MENTORING_NO_VERSION
-                                : db_getll(r, 0, col, MENTORING_NO_VERSION);
+    return db_isnull(r, 0, col) ? MENTORING_NO_VERSION : db_getll(r, 0, col, MENTORING_NO_VERSION);
 }
 
 static page_entry_t *page_slot(mentoring_cache_t *c, const char *key)
@@ -262,8 +261,8 @@ bool mentoring_cache_reply(mentoring_cache_t *c, const char *key, long long vers
     return true;
 }
 
-void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version,
-                         const char *body, size_t len)
+void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version, const char *body,
+                         size_t len)
 {
     if (len > PAGE_CACHE_MAX_BODY) return;
     page_entry_t *e = page_slot(c, key);

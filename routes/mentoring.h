@@ -110,5 +110,5 @@ bool mentoring_cache_has(mentoring_cache_t *c, const char *key);
 bool mentoring_cache_reply(mentoring_cache_t *c, const char *key, long long version,
                            http_req_t *req);
 /* Stores a page (copied), replacing the slot's previous entry. */
-void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version,
-                         const char *body, size_t len);
+void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version, const char *body,
+                         size_t len);

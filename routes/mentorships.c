@@ -51,9 +51,9 @@ static void delete_mentorship(http_req_t *req);
 #define SQL_M_LIST(WHERE_)                                                                         \
     "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
     "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"            \
-    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"             \
-    " LEFT JOIN LATERAL ("            \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"             \
+    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                \
+    " LEFT JOIN LATERAL ("                                                                         \
     "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS(           \
         "c") ","                                                                                   \
              "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                   \
@@ -161,7 +161,9 @@ static void list_mentorships(http_req_t *req)
     st->sql = sql;
     /* The visibility class is the statement (with the participant's id in coach / teacher)
      * and whether notes show; the rest is the normalized query. */
-    const char *class = sql == SQL_M_LIST_ORG ? "all" : sql == SQL_M_LIST_COACH ? "coach" : "teacher";
+    const char *class = sql == SQL_M_LIST_ORG     ? "all"
+                        : sql == SQL_M_LIST_COACH ? "coach"
+                                                  : "teacher";
     const char *fields[] = {class, c->org_id, status, coach, teacher, limit, offset, show_notes};
     st->key = mentoring_cache_key(req, 8, fields);
     req->data = st;

@@ -81,9 +81,9 @@ static int64_t now_ms(void)
     "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                                                                                                                                          \
     "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                                                                                                                                           \
     "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"                                                                                                               \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"                                                                                                                       \
-    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                        \
-    " LEFT JOIN LATERAL ("                                                                                                                        \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"                                                                                                                         \
+    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                            \
+    " LEFT JOIN LATERAL ("                                                                                                                                                                                     \
     "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS(                                                                                                                                                   \
         "s.scheduled_at") ", s.duration_minutes,"                                                                                                                                                              \
                           "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS(                                                                                                                \
@@ -249,7 +249,9 @@ static void list_sessions(http_req_t *req)
     st->sql = sql;
     /* The visibility class is the statement, the participant (who) and whether notes show;
      * the rest is the normalized query (from / to as normalized ISO text). */
-    const char *class = sql == SQL_S_LIST_ORG ? "all" : sql == SQL_S_LIST_COACH ? "coach" : "teacher";
+    const char *class = sql == SQL_S_LIST_ORG     ? "all"
+                        : sql == SQL_S_LIST_COACH ? "coach"
+                                                  : "teacher";
     const char *fields[] = {class, c->org_id, status, mentorship, from,
                             to,    limit,     offset, show_notes, who};
     st->key = mentoring_cache_key(req, 10, fields);
