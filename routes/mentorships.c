@@ -44,13 +44,16 @@ static void delete_mentorship(http_req_t *req);
 /* $1 org, $2 status, $3 coach, $4 teacher, $5 limit, $6 offset, $7 show notes. WHERE_ picks the
  * index: the organization for managers, the coach or teacher for participants.
  *
- * Plain rows, rendered to JSON in C (on_list): column 0 the total count, then one mentorship
+ * Plain rows, rendered to JSON in C (on_list): column 0 the total count, 1 the organization's
+ * mentoring-list version (same snapshot, for the page cache of mentoring.h), then one mentorship
  * per row (M_COL_*) with its coach and teacher, joined once per page. A page past the end is
  * one row whose mentorship columns are NULL, so the count still comes back. */
 #define SQL_M_LIST(WHERE_)                                                                         \
     "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
     "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
-    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("            \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"             \
+    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                \
+    " LEFT JOIN LATERAL ("                                                                         \
     "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS(           \
         "c") ","                                                                                   \
              "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                   \
@@ -61,7 +64,8 @@ static void delete_mentorship(http_req_t *req);
                                               " ORDER BY p.k1 DESC, p.k2 DESC"
 
 enum {
-    M_COL_MENTORSHIP = 1,
+    M_COL_VERSION = 1,
+    M_COL_MENTORSHIP,
     M_COL_COACH = M_COL_MENTORSHIP + MENTORING_MENTORSHIP_NCOLS,
     M_COL_TEACHER = M_COL_COACH + MENTORING_USER_NCOLS,
 };
@@ -80,9 +84,16 @@ static bool valid_mentorship_status(const char *s)
     return transitions_mentorship_parse(s, &st) == 0;
 }
 
+typedef struct list_state {
+    const char *sql;
+    const char *params[7];
+    const char *key; /* page cache key */
+} list_state_t;
+
 /* The same members, in the same order, as mentorship_full_json() (0006_mentorships.sql). */
 static void on_list(http_req_t *req, db_result_t *r)
 {
+    list_state_t *st = req->data;
     if (db_failed_or_reply(req, r)) return;
     buf_t b = BUF_INIT;
     buf_reserve(&b, 64 + (size_t)db_nrows(r) * 800);
@@ -99,7 +110,21 @@ static void on_list(http_req_t *req, db_result_t *r)
         buf_putc(&b, '}');
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
+    if (n > 0)
+        mentoring_cache_put(mentoring_mentorship_pages, st->key,
+                            mentoring_row_version(r, M_COL_VERSION), b.data, b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+/* A cached page was found: reuse it when the version is still current, else read afresh. */
+static void on_version(http_req_t *req, db_result_t *r)
+{
+    list_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (mentoring_cache_reply(mentoring_mentorship_pages, st->key, mentoring_row_version(r, 0),
+                              req))
+        return;
+    db_req_query(req, st->sql, 7, st->params, on_list);
 }
 
 static void list_mentorships(http_req_t *req)
@@ -130,7 +155,22 @@ static void list_mentorships(http_req_t *req)
         }
     }
     const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
+    list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, coach, teacher, limit, offset, show_notes};
+    memcpy(st->params, params, sizeof(params));
+    st->sql = sql;
+    /* The visibility class is the statement (with the participant's id in coach / teacher)
+     * and whether notes show; the rest is the normalized query. */
+    const char *class = sql == SQL_M_LIST_ORG     ? "all"
+                        : sql == SQL_M_LIST_COACH ? "coach"
+                                                  : "teacher";
+    const char *fields[] = {class, c->org_id, status, coach, teacher, limit, offset, show_notes};
+    st->key = mentoring_cache_key(req, 8, fields);
+    req->data = st;
+    if (mentoring_cache_has(mentoring_mentorship_pages, st->key)) {
+        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
+        return;
+    }
     db_req_query(req, sql, 7, params, on_list);
 }
 

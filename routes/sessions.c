@@ -72,7 +72,8 @@ static int64_t now_ms(void)
  * that the (organization_id, scheduled_at) index serves them in a generic plan too.
  *
  * Plain rows, rendered to JSON in C (on_list): column 0 the total count (an index-only count
- * over the covering org index), then one session per row (S_COL_*), its mentorship, coach and
+ * over the covering org index), 1 the organization's mentoring-list version (same snapshot, for
+ * the page cache of mentoring.h), then one session per row (S_COL_*), its mentorship, coach and
  * teacher joined once per page. A page past the end is one row whose session columns are NULL,
  * so the count still comes back. */
 #define SQL_S_LIST(WHERE_)                                                                                                                                                                                     \
@@ -80,7 +81,9 @@ static int64_t now_ms(void)
     "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                                                                                                                                          \
     "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                                                                                                                                           \
     "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"                                                                                                               \
-    " SELECT h.total, p.* FROM (SELECT count(*) AS total FROM f) h LEFT JOIN LATERAL ("                                                                                                                        \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"                                                                                                                         \
+    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                            \
+    " LEFT JOIN LATERAL ("                                                                                                                                                                                     \
     "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS(                                                                                                                                                   \
         "s.scheduled_at") ", s.duration_minutes,"                                                                                                                                                              \
                           "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS(                                                                                                                \
@@ -102,7 +105,8 @@ static int64_t now_ms(void)
                                                                                                                           " ORDER BY p.k1, p.sid"
 
 enum {
-    S_COL_ID = 1,
+    S_COL_VERSION = 1,
+    S_COL_ID,
     S_COL_MENTORSHIP_ID,
     S_COL_SCHEDULED,
     S_COL_DURATION,
@@ -157,9 +161,16 @@ static void json_time_member(buf_t *b, const char *key, const db_result_t *r, in
     mentoring_json_time(b, r, row, col);
 }
 
+typedef struct list_state {
+    const char *sql;
+    const char *params[9];
+    const char *key; /* page cache key */
+} list_state_t;
+
 /* The same members, in the same order, as session_full_json() (0006_mentorships.sql). */
 static void on_list(http_req_t *req, db_result_t *r)
 {
+    list_state_t *st = req->data;
     if (db_failed_or_reply(req, r)) return;
     buf_t b = BUF_INIT;
     buf_reserve(&b, 64 + (size_t)db_nrows(r) * 1400);
@@ -190,7 +201,20 @@ static void on_list(http_req_t *req, db_result_t *r)
         buf_putc(&b, '}');
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
+    if (n > 0)
+        mentoring_cache_put(mentoring_session_pages, st->key,
+                            mentoring_row_version(r, S_COL_VERSION), b.data, b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+/* A cached page was found: reuse it when the version is still current, else read afresh. */
+static void on_version(http_req_t *req, db_result_t *r)
+{
+    list_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (mentoring_cache_reply(mentoring_session_pages, st->key, mentoring_row_version(r, 0), req))
+        return;
+    db_req_query(req, st->sql, 9, st->params, on_list);
 }
 
 static void list_sessions(http_req_t *req)
@@ -217,10 +241,25 @@ static void list_sessions(http_req_t *req)
         sql = c->role == ROLE_COACH ? SQL_S_LIST_COACH : SQL_S_LIST_TEACHER;
         who = c->user_id;
     }
-    const char *params[] = {
-        c->org_id, status, mentorship, from,
-        to,        limit,  offset,     c->role == ROLE_TEACHER ? "false" : "true",
-        who};
+    const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
+    list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    const char *params[] = {c->org_id, status, mentorship, from, to,
+                            limit,     offset, show_notes, who};
+    memcpy(st->params, params, sizeof(params));
+    st->sql = sql;
+    /* The visibility class is the statement, the participant (who) and whether notes show;
+     * the rest is the normalized query (from / to as normalized ISO text). */
+    const char *class = sql == SQL_S_LIST_ORG     ? "all"
+                        : sql == SQL_S_LIST_COACH ? "coach"
+                                                  : "teacher";
+    const char *fields[] = {class, c->org_id, status, mentorship, from,
+                            to,    limit,     offset, show_notes, who};
+    st->key = mentoring_cache_key(req, 10, fields);
+    req->data = st;
+    if (mentoring_cache_has(mentoring_session_pages, st->key)) {
+        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
+        return;
+    }
     db_req_query(req, sql, 9, params, on_list);
 }
 
