@@ -13,6 +13,7 @@
 #include "domain/timefmt.h"
 #include "domain/validate.h"
 #include "routes/common.h"
+#include "routes/page_cache.h"
 #include "rt/events.h"
 
 const char SQL_MENTORING_QUEUE_NOTICES[] =
@@ -191,90 +192,9 @@ bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const ch
 
 /* ---- rendered list pages ---- */
 
-#define PAGE_CACHE_SLOTS 256
-#define PAGE_CACHE_MAX_BODY (512 * 1024)
-#define PAGE_CACHE_MAX_BYTES (16 * 1024 * 1024) /* bodies held per list and worker */
-
-typedef struct page_entry {
-    char *key; /* NULL: empty slot */
-    long long version;
-    char *body;
-    size_t len;
-} page_entry_t;
-
-struct mentoring_cache {
-    page_entry_t slots[PAGE_CACHE_SLOTS];
-    size_t bytes;
-};
-
-static mentoring_cache_t mentorship_pages, session_pages;
-mentoring_cache_t *const mentoring_mentorship_pages = &mentorship_pages;
-mentoring_cache_t *const mentoring_session_pages = &session_pages;
+static page_cache_t mentorship_pages, session_pages;
+page_cache_t *const mentoring_mentorship_pages = &mentorship_pages;
+page_cache_t *const mentoring_session_pages = &session_pages;
 
 const char SQL_MENTORING_VERSION[] =
     "SELECT (SELECT version FROM mentoring_list_versions WHERE organization_id = $1::uuid)";
-
-const char *mentoring_cache_key(http_req_t *req, int n, const char *const *fields)
-{
-    buf_t b = BUF_INIT;
-    for (int i = 0; i < n; i++) {
-        if (!fields[i])
-            buf_puts(&b, "-;");
-        else
-            buf_printf(&b, "%zu:%s;", strlen(fields[i]), fields[i]);
-    }
-    const char *key = arena_strndup(&req->arena, b.data, b.len);
-    buf_free(&b);
-    return key;
-}
-
-long long mentoring_row_version(const db_result_t *r, int col)
-{
-    return db_isnull(r, 0, col) ? MENTORING_NO_VERSION : db_getll(r, 0, col, MENTORING_NO_VERSION);
-}
-
-static page_entry_t *page_slot(mentoring_cache_t *c, const char *key)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return &c->slots[h % PAGE_CACHE_SLOTS];
-}
-
-static page_entry_t *page_get(mentoring_cache_t *c, const char *key)
-{
-    page_entry_t *e = page_slot(c, key);
-    return e->key && strcmp(e->key, key) == 0 ? e : NULL;
-}
-
-bool mentoring_cache_has(mentoring_cache_t *c, const char *key)
-{
-    return page_get(c, key) != NULL;
-}
-
-bool mentoring_cache_reply(mentoring_cache_t *c, const char *key, long long version,
-                           http_req_t *req)
-{
-    page_entry_t *e = page_get(c, key);
-    if (!e || e->version != version) return false;
-    http_reply_jsonn(req, 200, e->body, e->len);
-    return true;
-}
-
-void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version, const char *body,
-                         size_t len)
-{
-    if (len > PAGE_CACHE_MAX_BODY) return;
-    page_entry_t *e = page_slot(c, key);
-    free(e->key);
-    free(e->body);
-    c->bytes -= e->len;
-    *e = (page_entry_t){0};
-    if (c->bytes + len > PAGE_CACHE_MAX_BYTES) return;
-    c->bytes += len;
-    e->key = xstrdup(key);
-    e->version = version;
-    e->body = xmalloc(len);
-    memcpy(e->body, body, len);
-    e->len = len;
-}

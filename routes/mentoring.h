@@ -10,6 +10,7 @@
 #include "core/http.h"
 #include "db/db.h"
 #include "routes/context.h"
+#include "routes/page_cache.h"
 
 #define MENTORING_LIMIT_DEFAULT 50
 #define MENTORING_LIMIT_MAX 200
@@ -80,35 +81,12 @@ extern const char SQL_MENTORING_QUEUE_NOTICES[];
 void mentoring_publish_session_update(const char *mentorship_id, const char *coach_id,
                                       const char *teacher_id);
 
-/*
- * Rendered list pages (GET /api/mentorships, GET /api/sessions), per worker process, as the
- * member list of routes/organizations.c does. A page is cached under its key (the list, the
- * organization, the caller's visibility class — manager-level, or the Coach or Teacher with their
- * user id — and the normalized query) with the organization's mentoring-list version
- * (migration 0007) read in the statement that produced it. A request reuses it only after a
- * one-row query (SQL_MENTORING_VERSION) confirms the version is still current; the guard has
- * checked the caller's organization and role just before, as it does for the list statement, so
- * a reuse never shows anything a fresh read would not. Direct-mapped, bounded in slots and bytes.
- */
-#define MENTORING_NO_VERSION (-1) /* the organization has no version row yet */
-
-typedef struct mentoring_cache mentoring_cache_t;
-extern mentoring_cache_t *const mentoring_mentorship_pages;
-extern mentoring_cache_t *const mentoring_session_pages;
+/* Rendered list pages (GET /api/mentorships, GET /api/sessions; routes/page_cache.h), keyed by
+ * the list, the organization, the caller's visibility class — manager-level, or the Coach or
+ * Teacher with their user id — and the normalized query, at the organization's mentoring-list
+ * version (migration 0007). */
+extern page_cache_t *const mentoring_mentorship_pages;
+extern page_cache_t *const mentoring_session_pages;
 
 /* $1 organization: one row, its current mentoring-list version (NULL before its first write). */
 extern const char SQL_MENTORING_VERSION[];
-
-/* A cache key (arena) from n fields; NULL fields are distinct from empty ones, and each field
- * is length-prefixed, so no value can make two queries share a key. */
-const char *mentoring_cache_key(http_req_t *req, int n, const char *const *fields);
-/* The version column of row 0 (MENTORING_NO_VERSION when NULL). */
-long long mentoring_row_version(const db_result_t *r, int col);
-/* True when the page of `key` is cached (at any version). */
-bool mentoring_cache_has(mentoring_cache_t *c, const char *key);
-/* Replies with the cached page of `key` and returns true when it was read at `version`. */
-bool mentoring_cache_reply(mentoring_cache_t *c, const char *key, long long version,
-                           http_req_t *req);
-/* Stores a page (copied), replacing the slot's previous entry. */
-void mentoring_cache_put(mentoring_cache_t *c, const char *key, long long version, const char *body,
-                         size_t len);

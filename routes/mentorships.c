@@ -111,8 +111,8 @@ static void on_list(http_req_t *req, db_result_t *r)
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
     if (n > 0)
-        mentoring_cache_put(mentoring_mentorship_pages, st->key,
-                            mentoring_row_version(r, M_COL_VERSION), b.data, b.len);
+        page_cache_put(mentoring_mentorship_pages, st->key, page_row_version(r, M_COL_VERSION),
+                       b.data, b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
@@ -121,9 +121,7 @@ static void on_version(http_req_t *req, db_result_t *r)
 {
     list_state_t *st = req->data;
     if (db_failed_or_reply(req, r)) return;
-    if (mentoring_cache_reply(mentoring_mentorship_pages, st->key, mentoring_row_version(r, 0),
-                              req))
-        return;
+    if (page_cache_reply(mentoring_mentorship_pages, st->key, page_row_version(r, 0), req)) return;
     db_req_query(req, st->sql, 7, st->params, on_list);
 }
 
@@ -165,9 +163,9 @@ static void list_mentorships(http_req_t *req)
                         : sql == SQL_M_LIST_COACH ? "coach"
                                                   : "teacher";
     const char *fields[] = {class, c->org_id, status, coach, teacher, limit, offset, show_notes};
-    st->key = mentoring_cache_key(req, 8, fields);
+    st->key = page_cache_key(req, 8, fields);
     req->data = st;
-    if (mentoring_cache_has(mentoring_mentorship_pages, st->key)) {
+    if (page_cache_has(mentoring_mentorship_pages, st->key)) {
         db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
         return;
     }

@@ -202,8 +202,8 @@ static void on_list(http_req_t *req, db_result_t *r)
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
     if (n > 0)
-        mentoring_cache_put(mentoring_session_pages, st->key,
-                            mentoring_row_version(r, S_COL_VERSION), b.data, b.len);
+        page_cache_put(mentoring_session_pages, st->key, page_row_version(r, S_COL_VERSION), b.data,
+                       b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
@@ -212,8 +212,7 @@ static void on_version(http_req_t *req, db_result_t *r)
 {
     list_state_t *st = req->data;
     if (db_failed_or_reply(req, r)) return;
-    if (mentoring_cache_reply(mentoring_session_pages, st->key, mentoring_row_version(r, 0), req))
-        return;
+    if (page_cache_reply(mentoring_session_pages, st->key, page_row_version(r, 0), req)) return;
     db_req_query(req, st->sql, 9, st->params, on_list);
 }
 
@@ -254,9 +253,9 @@ static void list_sessions(http_req_t *req)
                                                   : "teacher";
     const char *fields[] = {class, c->org_id, status, mentorship, from,
                             to,    limit,     offset, show_notes, who};
-    st->key = mentoring_cache_key(req, 10, fields);
+    st->key = page_cache_key(req, 10, fields);
     req->data = st;
-    if (mentoring_cache_has(mentoring_session_pages, st->key)) {
+    if (page_cache_has(mentoring_session_pages, st->key)) {
         db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
         return;
     }
