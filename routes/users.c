@@ -31,6 +31,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/page_cache.h"
 #include "routes/routes.h"
 #include "rt/presence.h"
 #include "rt/redis.h"
@@ -126,18 +127,20 @@ static const char SQL_LIST_ALL[] =
     "     AND ($2::text IS NULL OR u.status = $2)"                                                 \
     "     AND ($3::text IS NULL OR m.role_in_organization = $3)),"                                 \
     " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET $5::int)"       \
-    " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("               \
-    "     'id', p.id, 'email', p.email, 'status', p.status, 'globalRole', p.global_role,"          \
-    "     'firstName', p.first_name, 'lastName', p.last_name, 'avatarUrl', p.avatar_url,"          \
-    "     'role', p.role_in_organization, 'membershipStatus', p.membership_status)"                \
-    "     ORDER BY p.created_at DESC, p.id DESC) FROM p), '[]'::json),"                            \
-    "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))"
+    " SELECT h.total, h.ver, p.id, p.email, p.status, p.global_role, p.first_name, p.last_name,"   \
+    "   p.avatar_url, p.role_in_organization, p.membership_status"                                 \
+    " FROM (SELECT (SELECT count(*) FROM f) AS total, (SELECT version"                             \
+    "   FROM organization_list_versions WHERE organization_id = $6::uuid) AS ver) h"               \
+    " LEFT JOIN p ON true ORDER BY p.created_at DESC, p.id DESC"
 
 /* Members of organization $6 (any membership status); $7 hides OrganizationAdmins and users with
- * a global role (Manager callers). With a search the matching users come first (a few hundred
- * at most, through the trigram indexes) and their memberships and rows are probed by key (the
- * OFFSET 0 fences keep the planner from turning the probes into scans of the whole organization);
- * without one the organization's memberships are walked. */
+ * a global role (Manager callers). The rows are rendered to JSON in C (list_org_on_rows):
+ * columns 0 total_count, 1 the organization's list version (migration 0003, read in the same
+ * snapshot for the page cache), then one user per row (2 id .. 10 membership_status); a page
+ * without users is one row whose user columns are NULL. With a search the matching users come first
+ * (a few hundred at most, through the trigram indexes) and their memberships and rows are probed by
+ * key (the OFFSET 0 fences keep the planner from turning the probes into scans of the whole
+ * organization); without one the organization's memberships are walked. */
 static const char SQL_LIST_ORG[] =
     "WITH" SQL_LIST_ORG_BODY("organization_memberships m JOIN users u ON u.id = m.user_id");
 static const char SQL_LIST_ORG_SEARCH[] = "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
@@ -560,6 +563,68 @@ static void list_on_rows(http_req_t *req, db_result_t *r)
     reply_db_json(req, 200, r);
 }
 
+/*
+ * The organization-scoped list (Manager and OrganizationAdmin callers) is rendered in C and its
+ * pages are kept in a page cache (routes/page_cache.h) at the organization's list version
+ * (organization_list_versions, migration 0003; migration 0008 makes a change of a member's
+ * global role move it too). The key is the organization, the visibility class (a Manager does
+ * not see OrganizationAdmins nor users with a global role) and the normalized query. The guard
+ * read the caller's organization and role for this request, so a reuse after the one-row
+ * version check shows nothing a fresh read would not.
+ */
+static page_cache_t org_list_pages;
+
+static const char SQL_LIST_ORG_VERSION[] =
+    "SELECT (SELECT version FROM organization_list_versions WHERE organization_id = $1::uuid)";
+
+typedef struct org_list {
+    const char *params[7];
+    const char *sql;
+    const char *key;
+} org_list_t;
+
+static void json_str_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_printf(b, ",\"%s\":", key);
+    buf_json_str(b, db_get(r, row, col));
+}
+
+static void list_org_on_rows(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    org_list_t *st = req->data;
+    int n = db_nrows(r), items = 0;
+    buf_t b = BUF_INIT;
+    buf_reserve(&b, 64 + (size_t)n * 400);
+    buf_puts(&b, "{\"data\":[");
+    for (int i = 0; i < n; i++) {
+        if (db_isnull(r, i, 2)) continue;
+        buf_puts(&b, items++ ? ",{\"id\":" : "{\"id\":");
+        buf_json_str(&b, db_get(r, i, 2));
+        json_str_member(&b, "email", r, i, 3);
+        json_str_member(&b, "status", r, i, 4);
+        json_str_member(&b, "globalRole", r, i, 5);
+        json_str_member(&b, "firstName", r, i, 6);
+        json_str_member(&b, "lastName", r, i, 7);
+        json_str_member(&b, "avatarUrl", r, i, 8);
+        json_str_member(&b, "role", r, i, 9);
+        json_str_member(&b, "membershipStatus", r, i, 10);
+        buf_putc(&b, '}');
+    }
+    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
+    if (n > 0) page_cache_put(&org_list_pages, st->key, page_row_version(r, 1), b.data, b.len);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+/* A cached page was found: reuse it when the version is still current, else read afresh. */
+static void list_org_on_version(http_req_t *req, db_result_t *r)
+{
+    org_list_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (page_cache_reply(&org_list_pages, st->key, page_row_version(r, 0), req)) return;
+    db_req_query(req, st->sql, 7, st->params, list_org_on_rows);
+}
+
 static void list_users(http_req_t *req)
 {
     caller_t *c = context_caller(req);
@@ -601,9 +666,20 @@ static void list_users(http_req_t *req)
         const char *params[] = {search, status, role, lim, off, c->org_id};
         db_req_query(req, SQL_LIST_ALL, 6, params, list_on_rows);
     } else {
+        org_list_t *st = arena_calloc(&req->arena, sizeof(*st));
         const char *params[] = {
             search, status, role, lim, off, c->org_id, c->org_role == ROLE_MANAGER ? "t" : "f"};
-        db_req_query(req, search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG, 7, params, list_on_rows);
+        memcpy(st->params, params, sizeof(params));
+        st->sql = search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG;
+        /* params[6] is the visibility class; the rest is the normalized query. */
+        st->key = page_cache_key(req, 7, params);
+        req->data = st;
+        if (page_cache_has(&org_list_pages, st->key)) {
+            const char *vparams[] = {c->org_id};
+            db_req_query(req, SQL_LIST_ORG_VERSION, 1, vparams, list_org_on_version);
+            return;
+        }
+        db_req_query(req, st->sql, 7, params, list_org_on_rows);
     }
 }
 

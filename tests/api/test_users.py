@@ -4,6 +4,7 @@
 Organizations and memberships are made through the API (orgs.new_org)."""
 import re
 import time
+import uuid
 
 import pytest
 
@@ -220,6 +221,30 @@ def test_list_org_scoped(org):
     assert_error(oa.get("/api/users?role=PlatformAdmin"), 400, "VALIDATION_ERROR")
     s = oa.get_json("/api/users?search=zed")["data"]
     assert [x["id"] for x in s] == [extra["id"]]
+
+
+def test_list_org_cached_page_sees_changes(org):
+    """The organization-scoped list keeps rendered pages per worker; a page listed before a
+    change must not be served after it (a name change, and a global role, which shows as
+    globalRole and hides the user from Managers)."""
+    tag = "Cachy" + uuid.uuid4().hex[:8]
+    c, u = org.add_member("Teacher", key="cached", first=tag, last="Before")
+    oa, mgr = org.clients["OrganizationAdmin"], org.clients["Manager"]
+    path = "/api/users?limit=100&search=%s" % tag.lower()
+    for _ in range(3):  # fill the caches (and hit them) of whichever workers answer
+        assert [(x["id"], x["lastName"]) for x in oa.get_json(path)["data"]] == [
+            (u["id"], "Before")]
+        assert [x["id"] for x in mgr.get_json(path)["data"]] == [u["id"]]
+    c.patch_json("/api/users/me", {"lastName": "After"})
+    for _ in range(3):
+        assert [x["lastName"] for x in oa.get_json(path)["data"]] == ["After"]
+        assert [x["lastName"] for x in mgr.get_json(path)["data"]] == ["After"]
+    psql("UPDATE users SET global_role = 'PlatformAdmin' WHERE id = :'u'", u=u["id"])
+    for _ in range(3):
+        body = oa.get_json(path)
+        assert [x["globalRole"] for x in body["data"]] == ["PlatformAdmin"]
+        assert body["meta"]["total_count"] == 1
+        assert mgr.get_json(path) == {"data": [], "meta": {"total_count": 0}}
 
 
 def test_list_requires_org_context_and_role(org):
