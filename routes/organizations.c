@@ -3,7 +3,7 @@
  * routes/invites.c).
  *
  * Every handler runs one statement (the member list: a one-row version check first when it holds
- * the page in its cache, see member_cache below). Routes on one organization (:id) run with
+ * the page in its cache, see member_pages below). Routes on one organization (:id) run with
  * AUTH_SESSION and check the caller against :id inside that statement (the ACC_CTE below): a caller
  * with a global role may act on any existing organization (404 when it does not exist); anyone else
  * needs an active membership in :id with a role the route admits (403 otherwise, whether or not the
@@ -36,6 +36,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/page_cache.h"
 #include "routes/routes.h"
 #include "rt/redis.h"
 
@@ -619,58 +620,9 @@ static void delete_org(http_req_t *req)
 
 /* ---- members ---- */
 
-/*
- * Rendered member lists, per worker process. A list is cached under its visibility class,
- * organization and query, with the organization's member-list version it was read with; a
- * request reuses it only after a one-row query confirms that version is still current (and the
- * caller's access), so a reuse never shows anything a fresh read would not. Direct-mapped: a
- * colliding key replaces the slot.
- */
-#define MEMBER_CACHE_SLOTS 256
-#define MEMBER_CACHE_MAX_BODY (512 * 1024)
-#define MEMBER_CACHE_MAX_BYTES (16 * 1024 * 1024) /* bodies held per worker */
-#define NO_VERSION (-1)                           /* the organization has no version row yet */
-
-typedef struct member_cache_entry {
-    char *key; /* NULL: empty slot */
-    long long version;
-    char *body;
-    size_t len;
-} member_cache_entry_t;
-
-static member_cache_entry_t member_cache[MEMBER_CACHE_SLOTS];
-static size_t member_cache_bytes;
-
-static member_cache_entry_t *member_cache_slot(const char *key)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return &member_cache[h % MEMBER_CACHE_SLOTS];
-}
-
-static member_cache_entry_t *member_cache_get(const char *key)
-{
-    member_cache_entry_t *e = member_cache_slot(key);
-    return e->key && strcmp(e->key, key) == 0 ? e : NULL;
-}
-
-static void member_cache_put(const char *key, long long version, const char *body, size_t len)
-{
-    if (len > MEMBER_CACHE_MAX_BODY) return;
-    member_cache_entry_t *e = member_cache_slot(key);
-    free(e->key);
-    free(e->body);
-    member_cache_bytes -= e->len;
-    *e = (member_cache_entry_t){0};
-    if (member_cache_bytes + len > MEMBER_CACHE_MAX_BYTES) return;
-    member_cache_bytes += len;
-    e->key = xstrdup(key);
-    e->version = version;
-    e->body = xmalloc(len);
-    memcpy(e->body, body, len);
-    e->len = len;
-}
+/* Rendered member lists, per worker process (routes/page_cache.h): a list is cached under its
+ * visibility class, organization and query with the organization's member-list version. */
+static page_cache_t member_pages;
 
 typedef struct member_list {
     const char *params[10];
@@ -695,11 +647,6 @@ static bool key_matches_role(const char *key, role_t r)
     const char *vis = member_visibility(r);
     size_t n = vis ? strlen(vis) : 0;
     return key && vis && strncmp(key, vis, n) == 0 && key[n] == '\x1f';
-}
-
-static long long row_version(const db_result_t *r, int col)
-{
-    return db_isnull(r, 0, col) ? NO_VERSION : db_getll(r, 0, col, NO_VERSION);
 }
 
 static void json_member_str(buf_t *b, const char *key, const db_result_t *r, int row, int col)
@@ -736,7 +683,7 @@ static void on_member_list(http_req_t *req, db_result_t *r)
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", db_getll(r, 0, 0, 0));
     if (key_matches_role(st->key, role))
-        member_cache_put(st->key, row_version(r, 13), b.data, b.len);
+        page_cache_put(&member_pages, st->key, page_row_version(r, 13), b.data, b.len);
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
@@ -746,11 +693,9 @@ static void on_member_check(http_req_t *req, db_result_t *r)
     role_t role = org_access_or_reply(req, r, ROLE_COACH);
     if (!role) return;
     member_list_t *st = req->data;
-    member_cache_entry_t *e = member_cache_get(st->key);
-    if (e && e->version == row_version(r, 0) && key_matches_role(st->key, role)) {
-        http_reply_jsonn(req, 200, e->body, e->len);
+    if (key_matches_role(st->key, role) &&
+        page_cache_reply(&member_pages, st->key, page_row_version(r, 0), req))
         return;
-    }
     db_req_query(req, st->sql, 10, st->params, on_member_list);
 }
 
@@ -799,7 +744,7 @@ static void list_members(http_req_t *req)
         st->key = arena_printf(&req->arena, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", vis, id,
                                role ? role : "", status ? status : "", mstatus ? mstatus : "",
                                search ? search : "", limit, offset);
-        if (member_cache_get(st->key)) {
+        if (page_cache_has(&member_pages, st->key)) {
             db_req_query(req, SQL_MEMBER_CHECK, 4, st->params, on_member_check);
             return;
         }
