@@ -8,6 +8,19 @@ export COACHD_ROOT="$ROOT"
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# Never a silent exit: under `set -e` a failing command ends the script, and this trap names the
+# command, its file and line, and its status first. errtrace carries the trap into functions.
+on_err() {
+    local rc=$? i
+    [[ $- == *e* ]] || return 0 # cleanup code that runs with `set +e` expects failures
+    log "error: '$BASH_COMMAND' failed with status $rc at ${BASH_SOURCE[1]:-?}:${BASH_LINENO[0]:-?}"
+    for ((i = 1; i < ${#FUNCNAME[@]} - 1; i++)); do
+        log "  called from ${FUNCNAME[$i]} (${BASH_SOURCE[$((i + 1))]:-?}:${BASH_LINENO[$i]:-?})"
+    done
+}
+set -E
+trap on_err ERR
+
 # The Python that has Debian's python3-pytest and python3-requests, whatever else is on PATH.
 PYTHON=/usr/bin/python3
 

@@ -3,8 +3,26 @@
 # .local/ (pg, test-pg, redis, test-redis, ...); data stays there between runs.
 # shellcheck shell=bash
 
-PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+# pg_bin: prints PostgreSQL's bin folder (PG_BIN, else the newest installed version). It is
+# looked up when a server starts, not when this file is sourced: on a fresh machine PostgreSQL is
+# installed by deps_install after sourcing, and a failing lookup here would end the script silently.
+pg_bin() {
+    if [ -n "${PG_BIN:-}" ]; then
+        printf '%s\n' "$PG_BIN"
+        return 0
+    fi
+    local dir found=""
+    for dir in /usr/lib/postgresql/*/bin; do
+        [ -x "$dir/pg_ctl" ] && found="$dir"
+    done
+    [ -n "$found" ] || die "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl); run scripts/lib/deps.sh"
+    # The glob sorts 10 before 9; pick the highest version number instead.
+    for dir in /usr/lib/postgresql/*/bin; do
+        [ -x "$dir/pg_ctl" ] || continue
+        if [ "$(printf '%s\n%s\n' "$found" "$dir" | sort -V | tail -n 1)" = "$dir" ]; then found="$dir"; fi
+    done
+    printf '%s\n' "$found"
+}
 
 # ---- PostgreSQL ---------------------------------------------------------------------------
 
@@ -41,7 +59,7 @@ pg_base() {
 
 pg_running() { # NAME
     local data="$ROOT/.local/$1/data"
-    [ -f "$data/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$(readlink -f "$data")" status >/dev/null 2>&1
+    [ -f "$data/postmaster.pid" ] && as_pg "$(pg_bin)/pg_ctl" -D "$(readlink -f "$data")" status >/dev/null 2>&1
 }
 
 # pg_start NAME PORT [postgres options...]: initializes the cluster once (trust auth, superuser
@@ -55,7 +73,7 @@ pg_start() {
     if [ ! -f "$data/PG_VERSION" ]; then
         rm -rf "$data"
         log "postgres: initdb $ROOT/.local/$name/data"
-        as_pg "$PG_BIN/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C >"$base/initdb.log" 2>&1 ||
+        as_pg "$(pg_bin)/initdb" -D "$data" -U postgres -A trust -E UTF8 --locale=C >"$base/initdb.log" 2>&1 ||
             { cat "$base/initdb.log" >&2; die "initdb failed"; }
     fi
     if pg_running "$name"; then
@@ -82,7 +100,7 @@ pg_start() {
 pg_ctl_start() {
     local base
     base="$(readlink -f "$ROOT/.local/$1")"
-    if ! as_pg "$PG_BIN/pg_ctl" -D "$base/data" -l "$base/postgres.log" -w -t 60 \
+    if ! as_pg "$(pg_bin)/pg_ctl" -D "$base/data" -l "$base/postgres.log" -w -t 60 \
         -o "$(cat "$base/start.opts")" start >/dev/null; then
         tail -n 30 "$base/postgres.log" >&2 || true
         return 1
@@ -91,7 +109,7 @@ pg_ctl_start() {
 
 pg_stop() { # NAME
     if pg_running "$1"; then
-        as_pg "$PG_BIN/pg_ctl" -D "$(readlink -f "$ROOT/.local/$1/data")" -m fast -w -t 60 stop >/dev/null
+        as_pg "$(pg_bin)/pg_ctl" -D "$(readlink -f "$ROOT/.local/$1/data")" -m fast -w -t 60 stop >/dev/null
     fi
 }
 

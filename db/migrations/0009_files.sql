@@ -1,0 +1,39 @@
+-- Files in object storage, their attachments, and the keys presigned for upload.
+-- The files area (routes/files.c) owns these tables; chat messages refer to files by id.
+
+-- A storage key handed out by POST /api/files/presign, remembered so that register can check
+-- that the key was presigned for the caller and the janitor can delete objects never registered.
+CREATE TABLE file_uploads (
+    storage_key     text PRIMARY KEY,
+    user_id         text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    organization_id uuid REFERENCES organizations (id) ON DELETE SET NULL,
+    filename        text NOT NULL,
+    mime_type       text NOT NULL,
+    size_bytes      bigint NOT NULL CHECK (size_bytes >= 0),
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX file_uploads_created_idx ON file_uploads (created_at);
+
+CREATE TABLE files (
+    id              uuid PRIMARY KEY,
+    organization_id uuid REFERENCES organizations (id) ON DELETE SET NULL,
+    uploader_id     text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    filename        text NOT NULL CHECK (char_length(filename) BETWEEN 1 AND 255),
+    mime_type       text NOT NULL,
+    size_bytes      bigint NOT NULL CHECK (size_bytes >= 0),
+    sha256_hash     text,                         -- hex; NULL while it is being computed
+    storage_key     text NOT NULL UNIQUE,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX files_uploader_idx ON files (uploader_id, created_at DESC);
+
+CREATE TABLE file_attachments (
+    id          uuid PRIMARY KEY,
+    file_id     uuid NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+    object_type text NOT NULL CHECK (object_type IN ('mentorship')),
+    object_id   uuid NOT NULL,
+    created_by  text REFERENCES users (id) ON DELETE SET NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (file_id, object_type, object_id)
+);
+CREATE INDEX file_attachments_object_idx ON file_attachments (object_type, object_id, created_at);
