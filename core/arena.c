@@ -92,7 +92,9 @@ void *arena_calloc(arena_t *a, size_t n)
 
 char *arena_strndup(arena_t *a, const char *s, size_t n)
 {
-    char *p = arena_alloc(a, n + 1);
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("arena_strndup");
+    char *p = arena_alloc(a, bytes);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
