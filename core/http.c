@@ -970,14 +970,14 @@ static void dispatch(http_conn_t *c)
     http_req_unref(req);
 }
 
-/* Parses what is buffered as far as the connection's state allows. Re-entrant calls (a reply
- * finishing synchronously inside a handler) only ask the running loop to go round again. */
 /* Closing, or lingering after the last answer: nothing more is parsed or dispatched. */
 static bool conn_finished(const http_conn_t *c)
 {
     return c->state == CONN_CLOSING || c->state == CONN_LINGER;
 }
 
+/* Parses what is buffered as far as the connection's state allows. Re-entrant calls (a reply
+ * finishing synchronously inside a handler) only ask the running loop to go round again. */
 static void conn_process(http_conn_t *c)
 {
     if (c->in_process) {
@@ -1047,10 +1047,9 @@ static void conn_process(http_conn_t *c)
         buf_consume(&c->in, c->in_off);
         c->in_off = 0;
     }
-    if (c->in.len == 0 || c->state == CONN_LINGER) {
-        if (c->state == CONN_IDLE || c->state == CONN_STREAMING || c->state == CONN_LINGER)
-            buf_free(&c->in);
-    }
+    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) ||
+        c->state == CONN_LINGER)
+        buf_free(&c->in);
     bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD || c->state == CONN_LINGER ||
                      (c->state == CONN_BODY && !c->body_paused) || c->state == CONN_STREAMING ||
                      ((c->state == CONN_HANDLING) && c->in.len < PIPELINE_CAP && !c->head_ready);
@@ -1241,7 +1240,7 @@ static void conn_close(http_conn_t *c)
             log_request(req);
         else
             log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
-                     req->path ? req->path : "-", req->id);
+                     log_path(req), req->id);
         /* on_gone is for requests still pending or streaming; conn_close never runs inside a
          * call of the request's owner except http_stream_close, which clears on_gone first. */
         http_req_cb gone = req->on_gone;
