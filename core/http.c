@@ -432,15 +432,35 @@ static bool param_is_secret(const char *name, size_t len)
     return false;
 }
 
-/* The path as the access log shows it: the segments of secret route parameters read
- * "[redacted]", and the query string is left out (verify-email and reset links carry their
- * token there). log_msg() escapes control characters, so a decoded %0D%0A cannot forge a line. */
+/* A path segment that looks like a secret whatever the route: 32 or more base64url characters
+ * that are not a UUID (session, invite and reset tokens are 43). Catches a token sent to the
+ * wrong method or path, which no route pattern names. */
+static bool segment_is_token_like(const char *s, size_t len)
+{
+    if (len < 32) return false;
+    size_t dashes = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '-' || ch == '_';
+        if (!ok) return false;
+        dashes += ch == '-';
+    }
+    bool uuid = len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' &&
+                s[23] == '-';
+    return !uuid;
+}
+
+/* The path as the access log shows it: the segments of secret route parameters (":token") and
+ * token-like segments read "[redacted]", and the query string is left out (verify-email and reset
+ * links carry their token there). log_msg() escapes control characters, so a decoded %0D%0A
+ * cannot forge a line. */
 static const char *log_path(http_req_t *req)
 {
     if (!req->path) return "-";
-    const char *pp = req->route ? req->route->pattern : NULL;
-    if (!pp || !strchr(pp, ':')) return req->path;
-    /* Walk the path and the matched pattern segment by segment (as router_match split them). */
+    /* Walk the path and the matched pattern (if any) segment by segment, as router_match split
+     * them. */
+    const char *pp = req->route ? req->route->pattern : "";
     buf_t b = BUF_INIT;
     const char *sp = req->path;
     while (*sp) {
@@ -452,7 +472,8 @@ static const char *log_path(http_req_t *req)
         while (*pp == '/')
             pp++;
         size_t sl = strcspn(sp, "/"), pl = strcspn(pp, "/");
-        if (pl > 1 && pp[0] == ':' && param_is_secret(pp + 1, pl - 1))
+        if ((pl > 1 && pp[0] == ':' && param_is_secret(pp + 1, pl - 1)) ||
+            segment_is_token_like(sp, sl))
             buf_puts(&b, "[redacted]");
         else
             buf_append(&b, sp, sl);

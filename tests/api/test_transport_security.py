@@ -193,6 +193,9 @@ def test_access_log_redacts_tokens_and_escapes_control_characters():
     c.get("/api/auth/verify-email?token=%s2" % secret)
     c.get("/api/auth/verify-email?token=%s3&callbackURL=http://localhost/x" % secret)
     c.get("/api/no-such%0D%0A" + marker + "%20GET%20/x%20200")
+    # A token-like segment on a path no route takes (a wrong method) is redacted too.
+    wrong = "W" + uuid.uuid4().hex + "abcdefghij"
+    c.delete("/api/invites/%s" % wrong)
     c.get("/api/invites/%s%%0D%%0A%s" % (secret, marker))
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and log_text().count("/api/invites/[redacted] 404") < 2:
@@ -201,6 +204,7 @@ def test_access_log_redacts_tokens_and_escapes_control_characters():
     assert marker in text
     assert text.count("GET /api/invites/[redacted] 404") >= 2
     assert secret not in text
+    assert wrong not in text
     assert "GET /api/invites/[redacted] 404" in text
     for line in text.splitlines():
         assert not line.startswith(marker), "forged log line: %r" % line
