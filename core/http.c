@@ -451,21 +451,16 @@ static bool segment_is_token_like(const char *s, size_t len)
     return !uuid;
 }
 
-/* The path as the access log shows it: the segments of secret route parameters (":token") and
- * token-like segments read "[redacted]", and the query string is left out (verify-email and reset
- * links carry their token there). log_msg() escapes control characters, so a decoded %0D%0A
- * cannot forge a line. */
-static const char *log_path(http_req_t *req)
+/* Walks the path and the matched pattern (if any) segment by segment, as router_match split
+ * them; appends the loggable form to out (when not NULL). Returns how many segments it redacted. */
+static int redact_path(const http_req_t *req, buf_t *out)
 {
-    if (!req->path) return "-";
-    /* Walk the path and the matched pattern (if any) segment by segment, as router_match split
-     * them. */
     const char *pp = req->route ? req->route->pattern : "";
-    buf_t b = BUF_INIT;
     const char *sp = req->path;
+    int redacted = 0;
     while (*sp) {
         if (*sp == '/') {
-            buf_putc(&b, '/');
+            if (out) buf_putc(out, '/');
             sp++;
             continue;
         }
@@ -473,13 +468,28 @@ static const char *log_path(http_req_t *req)
             pp++;
         size_t sl = strcspn(sp, "/"), pl = strcspn(pp, "/");
         if ((pl > 1 && pp[0] == ':' && param_is_secret(pp + 1, pl - 1)) ||
-            segment_is_token_like(sp, sl))
-            buf_puts(&b, "[redacted]");
-        else
-            buf_append(&b, sp, sl);
+            segment_is_token_like(sp, sl)) {
+            redacted++;
+            if (out) buf_puts(out, "[redacted]");
+        } else if (out) {
+            buf_append(out, sp, sl);
+        }
         sp += sl;
         pp += pl;
     }
+    return redacted;
+}
+
+/* The path as the access log shows it: the segments of secret route parameters (":token") and
+ * token-like segments read "[redacted]", and the query string is left out (verify-email and reset
+ * links carry their token there). log_msg() escapes control characters, so a decoded %0D%0A
+ * cannot forge a line. */
+static const char *log_path(http_req_t *req)
+{
+    if (!req->path) return "-";
+    if (redact_path(req, NULL) == 0) return req->path; /* the common case: nothing to copy */
+    buf_t b = BUF_INIT;
+    redact_path(req, &b);
     const char *out = arena_strndup(&req->arena, b.data ? b.data : "", b.len);
     buf_free(&b);
     return out;
