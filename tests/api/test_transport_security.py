@@ -94,6 +94,7 @@ def test_killed_worker_is_replaced_within_a_second():
         assert r.status_code == 200
         new = int(r.headers["X-Request-Id"][:8], 16)
         assert new != old
+        print("killed worker %d; worker %d answered after %.3f s" % (old, new, took))
         assert took < 1.5, "replacement worker answered after %.2f s" % took
         for _ in range(20):
             assert requests.get(base + "/api/auth/session", timeout=5).status_code == 200
@@ -169,6 +170,7 @@ def test_streams_reset_during_fanout():
     finally:
         pub.stop.set()
         pub.join(10)
+    print("reset %d streams while %d events were published" % (len(socks), pub.sent))
     assert pub.sent > 0
     # The worker survived (a crash would show as a restarted worker with another pid).
     assert worker_pid() == pid
