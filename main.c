@@ -75,6 +75,10 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_unref((uv_handle_t *)&force_exit);
     uv_signal_stop(&sig_term);
     uv_signal_stop(&sig_int);
+    /* Draining already: a second signal (Ctrl-C reaches the supervisor and every worker, and
+     * the supervisor forwards SIGTERM) must not kill the worker with the default action. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     http_server_shutdown(on_server_drained);
 }
 
@@ -102,6 +106,17 @@ static int storage_init(void)
     return 0;
 }
 
+/* SIGTERM, SIGINT and SIGCHLD stay blocked in the supervisor and are taken with sigtimedwait, so
+ * a signal arriving between two checks is never lost. A worker keeps them
+ * blocked until its loop has its own handlers. */
+static void sup_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGCHLD);
+}
+
 static int run_worker(int listen_fd)
 {
     loop = uv_default_loop();
@@ -121,6 +136,11 @@ static int run_worker(int listen_fd)
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
+    /* Blocked since the fork: a SIGTERM that came during start-up is delivered now, to the
+     * handlers above, so even an early one drains and exits 0. */
+    sigset_t set;
+    sup_signals(&set);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
     log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
@@ -130,25 +150,10 @@ static int run_worker(int listen_fd)
 
 /* ---- supervisor ---- */
 
-/* SIGTERM, SIGINT and SIGCHLD stay blocked in the supervisor and are taken with sigtimedwait, so
- * a signal arriving between two checks is never lost. Workers get a clean mask. */
-static void sup_signals(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGCHLD);
-}
-
 static pid_t spawn_worker(int slot, const int *fds, int n)
 {
     pid_t pid = fork();
     if (pid == 0) {
-        sigset_t set;
-        sup_signals(&set);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        sigprocmask(SIG_UNBLOCK, &set, NULL);
         for (int i = 0; i < n; i++)
             if (i != slot) close(fds[i]);
         _exit(run_worker(fds[slot]));
@@ -195,6 +200,10 @@ static int supervise(int n)
                               WEXITSTATUS(status));
             }
         }
+        /* A stop asked for meanwhile (Ctrl-C reaches the workers too) wins over a restart. */
+        sigset_t pending;
+        sigpending(&pending);
+        if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) break;
         for (int i = 0; i < n; i++) {
             if (pids[i] > 0) continue;
             /* Crash loops get slowed down rather than spinning the CPU. */

@@ -8,6 +8,8 @@ import random
 import signal
 import socket
 import struct
+import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -15,8 +17,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from helpers import (BASE_URL, SESSION_COOKIE, Client, SSEStream, assert_error, redis_cli,
-                     second_coachd, sign_up)
+from helpers import (BASE_URL, ROOT, SESSION_COOKIE, Client, SSEStream, assert_error, free_port,
+                     redis_cli, second_coachd, sign_up, wait_until)
 from ment_fixtures import make_mentorship
 from orgs import new_org
 
@@ -98,6 +100,40 @@ def test_killed_worker_is_replaced_within_a_second():
         assert took < 1.5, "replacement worker answered after %.2f s" % took
         for _ in range(20):
             assert requests.get(base + "/api/auth/session", timeout=5).status_code == 200
+
+
+def test_ctrl_c_to_the_process_group_drains_and_exits_0():
+    """SIGINT reaches the supervisor and the workers at once (Ctrl-C): nobody is restarted and
+    the exit status is 0."""
+    env = dict(os.environ)
+    for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
+        if os.environ.get("COACHD_" + var):
+            env.setdefault(var, os.environ["COACHD_" + var])
+    env.update(PORT=str(free_port()), HOST="127.0.0.1", WORKERS="2")
+    binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                start_new_session=True)
+        try:
+            base = "http://127.0.0.1:%s" % env["PORT"]
+            wait_until(lambda: _answers(base), timeout=20, what="coachd answering")
+            os.killpg(proc.pid, signal.SIGINT)
+            rc = proc.wait(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        log.seek(0)
+        text = log.read().decode("utf-8", "replace")
+    assert rc == 0, text[-3000:]
+    assert "restarting" not in text
+
+
+def _answers(base):
+    try:
+        return requests.get(base + "/api/auth/session", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
 
 
 # ---- item 2: streams reset while events fan out ---------------------------------------------
