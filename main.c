@@ -2,13 +2,17 @@
  * coachd entry point: `coachd serve` (default) and `coachd migrate`.
  *
  * serve applies pending migrations (under an advisory lock), then runs WORKERS processes that
- * share the port with SO_REUSEPORT, each with its own libuv loop. With more than one worker a
- * small supervisor forks them, restarts one that dies, and forwards SIGTERM/SIGINT. A worker that
- * gets SIGTERM stops accepting, lets in-flight requests finish, closes streams and exits 0
- * within 10 s.
+ * share the port with SO_REUSEPORT, each with its own libuv loop. A small supervisor (also for
+ * WORKERS=1, so a crash is never an outage) owns one listening socket per worker slot, forks the
+ * workers, replaces one that dies at once (within a second), and forwards SIGTERM/SIGINT. Because
+ * the supervisor keeps the sockets open, the port never goes away while a worker is replaced:
+ * connections wait in the kernel's backlog for the new worker. A worker that gets SIGTERM stops
+ * accepting, lets in-flight requests finish, closes streams and exits 0 within 10 s; the
+ * supervisor then exits 0.
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +75,10 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_unref((uv_handle_t *)&force_exit);
     uv_signal_stop(&sig_term);
     uv_signal_stop(&sig_int);
+    /* Draining already: a second signal (Ctrl-C reaches the supervisor and every worker, and
+     * the supervisor forwards SIGTERM) must not kill the worker with the default action. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     http_server_shutdown(on_server_drained);
 }
 
@@ -98,7 +106,18 @@ static int storage_init(void)
     return 0;
 }
 
-static int run_worker(void)
+/* SIGTERM, SIGINT and SIGCHLD stay blocked in the supervisor and are taken with sigtimedwait, so
+ * a signal arriving between two checks is never lost. A worker keeps them
+ * blocked until its loop has its own handlers. */
+static void sup_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGCHLD);
+}
+
+static int run_worker(int listen_fd)
 {
     loop = uv_default_loop();
     signal(SIGPIPE, SIG_IGN);
@@ -107,9 +126,8 @@ static int run_worker(void)
     if (redis_init(loop, cfg.redis_url) != 0) return 1;
     if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
     if (outbox_init(loop) != 0) return 1;
-    if (storage_init() != 0) return 1;
     routes_init(loop);
-    int rc = http_server_start(loop, cfg.host, cfg.port);
+    int rc = http_server_start_fd(loop, listen_fd);
     if (rc != 0) {
         log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
         return 1;
@@ -118,6 +136,11 @@ static int run_worker(void)
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
+    /* Blocked since the fork: a SIGTERM that came during start-up is delivered now, to the
+     * handlers above, so even an early one drains and exits 0. */
+    sigset_t set;
+    sup_signals(&set);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
     log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
@@ -125,51 +148,64 @@ static int run_worker(void)
     return 0;
 }
 
-/* ---- supervisor (WORKERS > 1) ---- */
+/* ---- supervisor ---- */
 
-static volatile sig_atomic_t sup_stop;
-
-static void sup_on_signal(int signum)
-{
-    (void)signum;
-    sup_stop = 1;
-}
-
-static pid_t spawn_worker(void)
+static pid_t spawn_worker(int slot, const int *fds, int n)
 {
     pid_t pid = fork();
     if (pid == 0) {
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        _exit(run_worker());
+        for (int i = 0; i < n; i++)
+            if (i != slot) close(fds[i]);
+        _exit(run_worker(fds[slot]));
     }
+    if (pid < 0) log_error("fork: %s", strerror(errno));
     return pid;
 }
 
 static int supervise(int n)
 {
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = sup_on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    int *fds = calloc((size_t)n, sizeof(int));
+    if (!pids || !fds) return 1;
+    /* One SO_REUSEPORT socket per slot: the kernel spreads connections over the slots, and a
+     * slot's socket (with its backlog) outlives the worker that serves it. */
+    for (int i = 0; i < n; i++) {
+        int rc = http_listen_socket(cfg.host, cfg.port, &fds[i]);
+        if (rc != 0) {
+            log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
+            return 1;
+        }
+    }
+    sigset_t set;
+    sup_signals(&set);
+    sigprocmask(SIG_BLOCK, &set, NULL);
     for (int i = 0; i < n; i++)
-        pids[i] = spawn_worker();
+        pids[i] = spawn_worker(i, fds, n);
     time_t last_restart = 0;
     int restarts = 0;
-    while (!sup_stop) {
+    bool stop = false;
+    while (!stop) {
+        /* Reap and replace every worker that is gone (also one that could not be forked). */
         int status;
-        pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            for (int i = 0; i < n; i++) {
+                if (pids[i] != pid) continue;
+                pids[i] = 0;
+                if (WIFSIGNALED(status))
+                    log_error("worker %d killed by signal %d; restarting", (int)pid,
+                              WTERMSIG(status));
+                else
+                    log_error("worker %d exited (status %d); restarting", (int)pid,
+                              WEXITSTATUS(status));
+            }
         }
+        /* A stop asked for meanwhile (Ctrl-C reaches the workers too) wins over a restart. */
+        sigset_t pending;
+        sigpending(&pending);
+        if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) break;
         for (int i = 0; i < n; i++) {
-            if (pids[i] != pid) continue;
-            pids[i] = 0;
-            if (sup_stop) break;
-            log_error("worker %d exited (status %d); restarting", (int)pid, status);
+            if (pids[i] > 0) continue;
             /* Crash loops get slowed down rather than spinning the CPU. */
             time_t now = time(NULL);
             restarts = now - last_restart < 5 ? restarts + 1 : 0;
@@ -178,9 +214,15 @@ static int supervise(int n)
                 struct timespec ts = {1, 0};
                 nanosleep(&ts, NULL);
             }
-            pids[i] = spawn_worker();
+            pids[i] = spawn_worker(i, fds, n);
         }
+        struct timespec wait = {0, 200 * 1000 * 1000};
+        int sig = sigtimedwait(&set, NULL, &wait);
+        if (sig == SIGTERM || sig == SIGINT) stop = true;
     }
+    /* Stop taking connections at once; the workers drain what they hold. */
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
     for (int i = 0; i < n; i++)
         if (pids[i] > 0) kill(pids[i], SIGTERM);
     int rc = 0;
@@ -192,6 +234,7 @@ static int supervise(int n)
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
     free(pids);
+    free(fds);
     return rc;
 }
 
@@ -227,6 +270,6 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_nofile();
-    if (cfg.workers <= 1) return run_worker();
-    return supervise(cfg.workers);
+    if (storage_init() != 0) return 1;
+    return supervise(cfg.workers < 1 ? 1 : cfg.workers);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/mem.h"
 
 #define ARENA_FIRST 2048
@@ -37,7 +38,9 @@ void arena_init(arena_t *a)
 
 static arena_chunk_t *chunk_new(size_t size)
 {
-    arena_chunk_t *c = xmalloc(sizeof(*c) + size);
+    size_t bytes;
+    if (!size_add(sizeof(arena_chunk_t), size, &bytes)) xoverflow("arena chunk");
+    arena_chunk_t *c = xmalloc(bytes);
     c->next = NULL;
     c->size = size;
     c->used = 0;
@@ -46,7 +49,9 @@ static arena_chunk_t *chunk_new(size_t size)
 
 void *arena_alloc(arena_t *a, size_t n)
 {
-    n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    /* Rounding up must not wrap a huge n to a tiny block. */
+    if (!size_add(n, ARENA_ALIGN - 1, &n)) xoverflow("arena_alloc");
+    n &= ~(size_t)(ARENA_ALIGN - 1);
     if (n == 0) n = ARENA_ALIGN;
     arena_chunk_t *c = a->head;
     if (c && c->size - c->used >= n) {
@@ -87,7 +92,9 @@ void *arena_calloc(arena_t *a, size_t n)
 
 char *arena_strndup(arena_t *a, const char *s, size_t n)
 {
-    char *p = arena_alloc(a, n + 1);
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("arena_strndup");
+    char *p = arena_alloc(a, bytes);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;

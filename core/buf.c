@@ -5,15 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/mem.h"
 
 void buf_reserve(buf_t *b, size_t extra)
 {
-    size_t need = b->len + extra + 1;
+    size_t need;
+    if (!size_add3(b->len, extra, 1, &need)) xoverflow("buf_reserve");
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
-        cap *= 2;
+        if (!size_mul(cap, 2, &cap)) cap = need;
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/checked.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -40,6 +41,13 @@
 #define HEAD_TIMEOUT_MS 30000
 #define BODY_TIMEOUT_MS 30000
 #define WRITE_TIMEOUT_MS 60000
+/* Lingering close (DECISIONS.md "Limits"): after answering a request whose body was not read,
+ * read and discard up to this much for up to this long, so the client sees the answer, not a
+ * reset. */
+#define LINGER_MAX_BYTES (16u * 1024 * 1024)
+#define LINGER_TIMEOUT_MS 10000
+/* Bodies of OPTIONS and of paths no route takes are read and discarded up to this size. */
+#define NO_ROUTE_BODY_LIMIT (64 * 1024)
 
 enum conn_state {
     CONN_IDLE,      /* waiting for the first byte of a request */
@@ -48,6 +56,7 @@ enum conn_state {
     CONN_HANDLING,  /* request complete (or streamed), handler running */
     CONN_WRITING,   /* response queued, waiting for the write to finish */
     CONN_STREAMING, /* response stream open */
+    CONN_LINGER,    /* answered and shut down for writing; discarding what the client still sends */
     CONN_CLOSING,
 };
 
@@ -67,12 +76,17 @@ struct http_conn {
     bool head_ready;   /* streamed-body route: head parsed, dispatch pending */
     bool close_after;  /* close once the response is written */
     bool parse_error;
+    bool in_trailers; /* chunked trailers: read and dropped, never request headers */
+    bool linger;    /* the answer left part of the request unread: close by lingering */
+    bool broken;    /* a write failed: closed from the timer, never inside the failing call */
     int error_status;
     const char *error_code;
     const char *error_msg;
     size_t head_bytes;
+    size_t linger_bytes;
     size_t stream_pending;
     int writes_in_flight;
+    uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
     char ip[48];
 };
@@ -104,6 +118,8 @@ static void conn_arm(http_conn_t *c, uint64_t ms);
 static void conn_finish_request(http_conn_t *c);
 static void req_free(http_req_t *req);
 static void write_error_and_close(http_conn_t *c, int status, const char *code, const char *msg);
+static void on_timer(uv_timer_t *t);
+static void conn_linger(http_conn_t *c);
 
 uv_loop_t *http_loop(void)
 {
@@ -327,10 +343,24 @@ static void on_write_done(uv_write_t *w, int status)
     if (ends) conn_finish_request(c);
 }
 
+/* A write failed. The connection is closed from its timer on the next turn of the loop, never
+ * inside the call that wrote: that caller (a handler replying, the stream hub in the middle of a
+ * fan-out) still uses the request and its own state, and learns of the failure from
+ * http_stream_write() returning -1 or from http_req_gone() later. Until then every further write
+ * is dropped. */
+static void conn_fail(http_conn_t *c)
+{
+    if (c->broken || c->state == CONN_CLOSING) return;
+    c->broken = true;
+    conn_read_stop(c);
+    uv_timer_start(&c->timer, on_timer, 0, 0);
+}
+
 /* Writes iovecs: as much as possible at once with uv_try_write, the rest with uv_write from a
  * heap copy (only the unwritten tail is copied, which is rare and small in practice). */
 static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool ends)
 {
+    if (c->broken || c->state == CONN_CLOSING) return;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += bufs[i].len;
@@ -339,7 +369,7 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         written = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)n);
         if (written == UV_EAGAIN || written == UV_ENOSYS) written = 0;
         if (written < 0) {
-            conn_close(c);
+            conn_fail(c);
             return;
         }
     }
@@ -388,17 +418,88 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         }
         free(wr->copy);
         free(wr);
-        conn_close(c);
+        conn_fail(c);
         return;
     }
     if (c->state == CONN_WRITING) conn_arm(c, WRITE_TIMEOUT_MS);
 }
 
+/* A route parameter whose name says it is a secret (":token") is never logged. */
+static bool param_is_secret(const char *name, size_t len)
+{
+    for (size_t i = 0; i + 5 <= len; i++)
+        if (strncasecmp(name + i, "token", 5) == 0) return true;
+    return false;
+}
+
+/* A path segment that looks like a secret whatever the route: 32 or more base64url characters
+ * that are not a UUID (session, invite and reset tokens are 43). Catches a token sent to the
+ * wrong method or path, which no route pattern names. */
+static bool segment_is_token_like(const char *s, size_t len)
+{
+    if (len < 32) return false;
+    size_t dashes = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '-' || ch == '_';
+        if (!ok) return false;
+        dashes += ch == '-';
+    }
+    bool uuid = len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' &&
+                s[23] == '-';
+    return !uuid;
+}
+
+/* Walks the path and the matched pattern (if any) segment by segment, as router_match split
+ * them; appends the loggable form to out (when not NULL). Returns how many segments it redacted. */
+static int redact_path(const http_req_t *req, buf_t *out)
+{
+    const char *pp = req->route ? req->route->pattern : "";
+    const char *sp = req->path;
+    int redacted = 0;
+    while (*sp) {
+        if (*sp == '/') {
+            if (out) buf_putc(out, '/');
+            sp++;
+            continue;
+        }
+        while (*pp == '/')
+            pp++;
+        size_t sl = strcspn(sp, "/"), pl = strcspn(pp, "/");
+        if ((pl > 1 && pp[0] == ':' && param_is_secret(pp + 1, pl - 1)) ||
+            segment_is_token_like(sp, sl)) {
+            redacted++;
+            if (out) buf_puts(out, "[redacted]");
+        } else if (out) {
+            buf_append(out, sp, sl);
+        }
+        sp += sl;
+        pp += pl;
+    }
+    return redacted;
+}
+
+/* The path as the access log shows it: the segments of secret route parameters (":token") and
+ * token-like segments read "[redacted]", and the query string is left out (verify-email and reset
+ * links carry their token there). log_msg() escapes control characters, so a decoded %0D%0A
+ * cannot forge a line. */
+static const char *log_path(http_req_t *req)
+{
+    if (!req->path) return "-";
+    if (redact_path(req, NULL) == 0) return req->path; /* the common case: nothing to copy */
+    buf_t b = BUF_INIT;
+    redact_path(req, &b);
+    const char *out = arena_strndup(&req->arena, b.data ? b.data : "", b.len);
+    buf_free(&b);
+    return out;
+}
+
 static void log_request(http_req_t *req)
 {
     double ms = (double)(uv_hrtime() - req->start_ns) / 1e6;
-    log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-",
-             req->path ? req->path : "-", req->status, ms, req->id);
+    log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-", log_path(req),
+             req->status, ms, req->id);
 }
 
 static bool reply_prologue(http_req_t *req, int status)
@@ -414,9 +515,12 @@ static bool reply_prologue(http_req_t *req, int status)
         return false;
     }
     http_conn_t *c = req->conn;
-    /* A body we did not read (answer before the body) cannot be skipped safely: close after. */
-    if (!req->body_done) req->keep_alive = false;
-    if (c->parse_error) req->keep_alive = false;
+    /* A body we did not read (answer before the body) cannot be skipped safely: close after,
+     * lingering so the client reads this answer rather than a reset. */
+    if (!req->body_done || c->parse_error) {
+        req->keep_alive = false;
+        c->linger = true;
+    }
     if (!req->keep_alive || shutting_down) c->close_after = true;
     conn_read_stop(c);
     c->state = CONN_WRITING;
@@ -528,11 +632,13 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
 int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending)
 {
     http_conn_t *c = req->conn;
-    if (!c || c->state != CONN_STREAMING) return -1;
+    if (!c || c->state != CONN_STREAMING || c->broken) return -1;
     if (c->stream_pending + b->len > max_pending && c->stream_pending > 0) return -1;
     uv_buf_t ub = uv_buf_init(b->data, (unsigned)b->len);
+    /* A failing write only marks the connection broken (conn_fail): c, req and the caller's
+     * stream all stay valid until the caller returns to the loop. */
     conn_write(c, &ub, 1, b, false);
-    return req->conn ? 0 : -1;
+    return c->broken ? -1 : 0;
 }
 
 size_t http_stream_pending(const http_req_t *req)
@@ -614,6 +720,7 @@ static int on_message_begin(llhttp_t *p)
     c->req = req_new(c);
     c->state = CONN_HEAD;
     c->head_bytes = 0;
+    c->in_trailers = false;
     conn_arm(c, HEAD_TIMEOUT_MS);
     return 0;
 }
@@ -634,17 +741,23 @@ static int on_url_complete(llhttp_t *p)
     return 0;
 }
 
+/* llhttp reports chunked trailers through the header callbacks after on_headers_complete. They
+ * count against the head limit and are dropped: a field no proxy saw (X-Organization-Id,
+ * Cookie) must never become a request header after routing and the guard looked at the head. */
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     http_conn_t *c = conn_of(p);
     if (head_limit(c, len)) return -1;
+    if (c->in_trailers) return 0;
     buf_append(&c->req->hbuf, at, len);
     return 0;
 }
 
 static int on_header_field_complete(llhttp_t *p)
 {
-    http_req_t *req = conn_of(p)->req;
+    http_conn_t *c = conn_of(p);
+    if (c->in_trailers) return 0;
+    http_req_t *req = c->req;
     req->cur_header_name_len = req->hbuf.len;
     return 0;
 }
@@ -653,6 +766,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     http_conn_t *c = conn_of(p);
     if (head_limit(c, len)) return -1;
+    if (c->in_trailers) return 0;
     buf_append(&c->req->hbuf, at, len);
     return 0;
 }
@@ -660,6 +774,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 static int on_header_value_complete(llhttp_t *p)
 {
     http_conn_t *c = conn_of(p);
+    if (c->in_trailers) return 0;
     http_req_t *req = c->req;
     if (req->nheaders == MAX_HEADERS) {
         c->error_status = 431;
@@ -690,10 +805,40 @@ static const char *method_str(int m)
     return llhttp_method_name((llhttp_method_t)m);
 }
 
+/* Body limit of the request: its route's, or NO_ROUTE_BODY_LIMIT for OPTIONS and unrouted paths
+ * (their bodies are read only to be discarded). */
+static size_t body_limit_of(const http_req_t *req)
+{
+    if (!req->route) return NO_ROUTE_BODY_LIMIT;
+    return req->route->body_limit ? req->route->body_limit : HTTP_JSON_LIMIT;
+}
+
+/* application/json, in any case, with or without parameters (charset). */
+static bool content_type_is_json(const char *ct)
+{
+    if (!ct) return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, "application/json", 16) != 0) return false;
+    ct += 16;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+static int refuse_too_large(http_conn_t *c)
+{
+    c->error_status = 413;
+    c->error_code = "PAYLOAD_TOO_LARGE";
+    c->error_msg = "Request body too large";
+    return -1;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     http_conn_t *c = conn_of(p);
     http_req_t *req = c->req;
+    c->in_trailers = true; /* any header callback from here on is a chunked trailer */
     buf_free(&req->hbuf);
     req->method = p->method;
     req->method_name = method_str(p->method);
@@ -728,22 +873,26 @@ static int on_headers_complete(llhttp_t *p)
         }
         req->want_continue = true;
     }
-    /* CORS preflight and routing are decided on the head, so oversized or misrouted bodies are
-     * refused before they are read. */
-    if (req->method == HTTP_M_OPTIONS) return 0;
-    int status = 0;
-    const char *allow = NULL;
-    const route_t *r = router_match(req, &status, &allow);
-    if (!r) {
-        if (status == 405) http_res_header(req, "Allow", allow);
-        return 0; /* answered at message complete (body, if any, is small or discarded) */
-    }
-    size_t limit = r->body_limit ? r->body_limit : HTTP_JSON_LIMIT;
+    /* CORS preflight and routing are decided on the head, so oversized, misrouted or mistyped
+     * bodies are refused before they are read. A declared length over the limit is refused on
+     * every path, routed or not, so no later size computation ever sees it. */
     bool has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
-    if (req->has_content_length && req->content_length > limit) {
-        c->error_status = 413;
-        c->error_code = "PAYLOAD_TOO_LARGE";
-        c->error_msg = "Request body too large";
+    const route_t *r = NULL;
+    if (req->method != HTTP_M_OPTIONS) {
+        int status = 0;
+        const char *allow = NULL;
+        r = router_match(req, &status, &allow);
+        if (!r && status == 405) http_res_header(req, "Allow", allow);
+    }
+    size_t limit = body_limit_of(req);
+    if (req->has_content_length && req->content_length > (uint64_t)limit)
+        return refuse_too_large(c);
+    if (!r) return 0; /* answered at message complete (body, if any, is small and discarded) */
+    if (has_body && !(r->flags & ROUTE_STREAM_BODY) &&
+        !content_type_is_json(http_req_header(req, "Content-Type"))) {
+        c->error_status = 415;
+        c->error_code = "UNSUPPORTED_MEDIA_TYPE";
+        c->error_msg = "Request bodies must be application/json";
         return -1;
     }
     if (r->flags & ROUTE_STREAM_BODY) {
@@ -779,20 +928,19 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         if (rc < 0) req->on_body_chunk = NULL;
         return 0;
     }
-    size_t limit = req->route ? (req->route->body_limit ? req->route->body_limit : HTTP_JSON_LIMIT)
-                              : 64 * 1024;
-    if (req->body_len + len > limit) {
-        c->error_status = 413;
-        c->error_code = "PAYLOAD_TOO_LARGE";
-        c->error_msg = "Request body too large";
-        return -1;
-    }
-    if (req->body_len + len + 1 > req->body_cap) {
+    /* Every size here derives from client input: checked arithmetic only (core/checked.h). */
+    size_t limit = body_limit_of(req), used, need;
+    if (!size_add(req->body_len, len, &used) || used > limit) return refuse_too_large(c);
+    if (!size_add(used, 1, &need)) return refuse_too_large(c);
+    if (need > req->body_cap) {
         size_t cap = req->body_cap ? req->body_cap : 1024;
-        while (cap < req->body_len + len + 1)
-            cap *= 2;
-        if (req->has_content_length && cap > req->content_length + 1)
-            cap = (size_t)req->content_length + 1;
+        while (cap < need)
+            if (!size_mul(cap, 2, &cap)) return refuse_too_large(c);
+        /* With a declared length (already checked against the limit) allocate exactly that. */
+        size_t declared, exact;
+        if (req->has_content_length && size_from_u64(req->content_length, limit, &declared) &&
+            size_add(declared, 1, &exact) && exact >= need && cap > exact)
+            cap = exact;
         char *nb = arena_alloc(&req->arena, cap);
         if (req->body_len) memcpy(nb, req->body, req->body_len);
         req->body = nb;
@@ -853,6 +1001,12 @@ static void dispatch(http_conn_t *c)
     http_req_unref(req);
 }
 
+/* Closing, or lingering after the last answer: nothing more is parsed or dispatched. */
+static bool conn_finished(const http_conn_t *c)
+{
+    return c->state == CONN_CLOSING || c->state == CONN_LINGER;
+}
+
 /* Parses what is buffered as far as the connection's state allows. Re-entrant calls (a reply
  * finishing synchronously inside a handler) only ask the running loop to go round again. */
 static void conn_process(http_conn_t *c)
@@ -864,7 +1018,7 @@ static void conn_process(http_conn_t *c)
     c->in_process = true;
     do {
         c->again = false;
-        if (c->state == CONN_CLOSING) break;
+        if (conn_finished(c)) break;
         if (c->msg_complete && c->state != CONN_HANDLING && c->state != CONN_WRITING &&
             c->state != CONN_STREAMING) {
             c->msg_complete = false;
@@ -902,7 +1056,7 @@ static void conn_process(http_conn_t *c)
             c->in_off += (size_t)(pos - start);
             if (c->msg_complete) llhttp_resume(&c->parser);
             c->again = true;
-        } else if (c->state != CONN_CLOSING) {
+        } else if (!conn_finished(c)) {
             if (!c->error_status) {
                 c->error_status = 400;
                 c->error_code = "VALIDATION_ERROR";
@@ -916,7 +1070,7 @@ static void conn_process(http_conn_t *c)
             c->in.len = 0;
             c->in_off = 0;
         }
-    } while (c->again && c->state != CONN_CLOSING);
+    } while (c->again && !conn_finished(c));
     c->in_process = false;
     if (c->state == CONN_CLOSING) return;
     /* Compact, and give the memory back when idle so idle and streaming connections stay small. */
@@ -924,8 +1078,10 @@ static void conn_process(http_conn_t *c)
         buf_consume(&c->in, c->in_off);
         c->in_off = 0;
     }
-    if (c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) buf_free(&c->in);
-    bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD ||
+    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) ||
+        c->state == CONN_LINGER)
+        buf_free(&c->in);
+    bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD || c->state == CONN_LINGER ||
                      (c->state == CONN_BODY && !c->body_paused) || c->state == CONN_STREAMING ||
                      ((c->state == CONN_HANDLING) && c->in.len < PIPELINE_CAP && !c->head_ready);
     if (want_read)
@@ -958,7 +1114,10 @@ static void conn_finish_request(http_conn_t *c)
         http_req_unref(req);
     }
     if (c->close_after || shutting_down) {
-        conn_close(c);
+        if (c->linger && !shutting_down)
+            conn_linger(c);
+        else
+            conn_close(c);
         return;
     }
     c->state = CONN_IDLE;
@@ -975,10 +1134,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
 {
     (void)suggested;
     http_conn_t *c = container_of((uv_tcp_t *)h, http_conn_t, tcp);
-    if (c->state == CONN_STREAMING) {
-        /* Streams only need to notice EOF and drop what arrives: one shared scratch buffer
-         * serves them all, so an idle stream owns no input memory. */
-        static char scratch[512];
+    if (c->state == CONN_STREAMING || c->state == CONN_LINGER) {
+        /* Streams only need to notice EOF and drop what arrives, lingering connections drop
+         * everything: one shared scratch buffer serves them all, so they own no input memory. */
+        static char scratch[64 * 1024];
         *out = uv_buf_init(scratch, sizeof(scratch));
         return;
     }
@@ -996,6 +1155,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     }
     if (nread == 0) return;
     if (c->state == CONN_STREAMING) return; /* nothing is expected from an SSE client */
+    if (c->state == CONN_LINGER) {
+        c->linger_bytes += (size_t)nread;
+        if (c->linger_bytes > LINGER_MAX_BYTES) conn_close(c);
+        return;
+    }
     c->in.len += (size_t)nread;
     c->in.data[c->in.len] = '\0';
     if (c->state == CONN_IDLE) conn_arm(c, HEAD_TIMEOUT_MS);
@@ -1004,7 +1168,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 static void conn_read_start(http_conn_t *c)
 {
-    if (c->reading || c->state == CONN_CLOSING) return;
+    if (c->reading || c->state == CONN_CLOSING || c->broken) return;
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = true;
 }
 
@@ -1018,6 +1182,10 @@ static void conn_read_stop(http_conn_t *c)
 static void on_timer(uv_timer_t *t)
 {
     http_conn_t *c = container_of(t, http_conn_t, timer);
+    if (c->broken) {
+        conn_close(c);
+        return;
+    }
     switch (c->state) {
     case CONN_HEAD:
     case CONN_BODY:
@@ -1029,6 +1197,7 @@ static void on_timer(uv_timer_t *t)
         return;
     case CONN_IDLE:
     case CONN_WRITING:
+    case CONN_LINGER:
         conn_close(c);
         return;
     default:
@@ -1038,7 +1207,7 @@ static void on_timer(uv_timer_t *t)
 
 static void conn_arm(http_conn_t *c, uint64_t ms)
 {
-    if (c->state == CONN_CLOSING) return;
+    if (c->state == CONN_CLOSING || c->broken) return;
     uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
@@ -1061,6 +1230,29 @@ static void on_timer_closed(uv_handle_t *h)
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
+static void on_linger_shutdown(uv_shutdown_t *sr, int status)
+{
+    (void)sr;
+    (void)status; /* the connection closes on EOF, the byte cap or the timer either way */
+}
+
+/* Lingering close: the answer is written; send FIN, then read and discard what the client is
+ * still sending (a refused body) until it closes, LINGER_MAX_BYTES or LINGER_TIMEOUT_MS. Closing
+ * with unread bytes would make the kernel send a reset that can destroy the answer in flight. */
+static void conn_linger(http_conn_t *c)
+{
+    c->state = CONN_LINGER;
+    c->linger_bytes = 0;
+    /* c->in may be under the parser right now (a reply from inside on_body): conn_process frees
+     * it once the parser has returned. */
+    if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, on_linger_shutdown) != 0) {
+        conn_close(c);
+        return;
+    }
+    uv_timer_start(&c->timer, on_timer, LINGER_TIMEOUT_MS, 0);
+    conn_read_start(c);
+}
+
 static void conn_close(http_conn_t *c)
 {
     if (c->state == CONN_CLOSING) return;
@@ -1079,10 +1271,12 @@ static void conn_close(http_conn_t *c)
             log_request(req);
         else
             log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
-                     req->path ? req->path : "-", req->id);
+                     log_path(req), req->id);
+        /* on_gone is for requests still pending or streaming; conn_close never runs inside a
+         * call of the request's owner except http_stream_close, which clears on_gone first. */
         http_req_cb gone = req->on_gone;
         req->on_gone = NULL;
-        if (gone) gone(req);
+        if (gone && (!req->replied || req->streaming)) gone(req);
         http_req_unref(req);
     }
     uv_timer_stop(&c->timer);
@@ -1123,21 +1317,8 @@ static void on_connection(uv_stream_t *srv, int status)
     conn_read_start(c);
 }
 
-int http_server_start(uv_loop_t *loop, const char *host, int port)
+int http_listen_socket(const char *host, int port, int *fd_out)
 {
-    loop_ref = loop;
-    memset(&settings, 0, sizeof(settings));
-    settings.on_message_begin = on_message_begin;
-    settings.on_url = on_url;
-    settings.on_url_complete = on_url_complete;
-    settings.on_header_field = on_header_field;
-    settings.on_header_field_complete = on_header_field_complete;
-    settings.on_header_value = on_header_value;
-    settings.on_header_value_complete = on_header_value_complete;
-    settings.on_headers_complete = on_headers_complete;
-    settings.on_body = on_body;
-    settings.on_message_complete = on_message_complete;
-
     struct sockaddr_storage addr;
     int rc;
     if (strchr(host, ':'))
@@ -1153,16 +1334,43 @@ int http_server_start(uv_loop_t *loop, const char *host, int port)
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     socklen_t alen =
         addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    if (bind(fd, (struct sockaddr *)&addr, alen) != 0) {
+    if (bind(fd, (struct sockaddr *)&addr, alen) != 0 || listen(fd, 4096) != 0) {
         rc = -errno;
         close(fd);
         return rc;
     }
+    *fd_out = fd;
+    return 0;
+}
+
+int http_server_start_fd(uv_loop_t *loop, int fd)
+{
+    loop_ref = loop;
+    memset(&settings, 0, sizeof(settings));
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_url_complete = on_url_complete;
+    settings.on_header_field = on_header_field;
+    settings.on_header_field_complete = on_header_field_complete;
+    settings.on_header_value = on_header_value;
+    settings.on_header_value_complete = on_header_value_complete;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+
+    int rc;
     uv_tcp_init(loop, &server);
     if ((rc = uv_tcp_open(&server, fd)) != 0) return rc;
     if ((rc = uv_listen((uv_stream_t *)&server, 4096, on_connection)) != 0) return rc;
     server_open = true;
     return 0;
+}
+
+int http_server_start(uv_loop_t *loop, const char *host, int port)
+{
+    int fd, rc = http_listen_socket(host, port, &fd);
+    if (rc != 0) return rc;
+    return http_server_start_fd(loop, fd);
 }
 
 void http_server_shutdown(void (*done)(void))
@@ -1177,7 +1385,8 @@ void http_server_shutdown(void (*done)(void))
     http_conn_t *c = conns;
     while (c) {
         http_conn_t *next = c->next;
-        if (c->state == CONN_IDLE || c->state == CONN_STREAMING) conn_close(c);
+        if (c->state == CONN_IDLE || c->state == CONN_STREAMING || c->state == CONN_LINGER)
+            conn_close(c);
         c = next;
     }
     if (nconns == 0 && shutdown_done) {

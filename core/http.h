@@ -10,6 +10,19 @@
  * cancelled, never freed. The arena and everything in it are freed when the last reference
  * drops.
  *
+ * Disconnects and failed writes: on_gone runs only from the loop (a read error or EOF, a failed
+ * write completing, a timeout, shutdown), never inside a call the request's owner makes. A write
+ * that fails synchronously inside http_reply* or http_stream_write only marks the connection
+ * broken; it is closed (and on_gone runs) on the next turn of the loop. So during any http_* call
+ * the request, its conn and the owner's state stay valid, and the owner learns of the failure
+ * from the return value (http_stream_write: -1) or from http_req_gone() later. on_gone does not
+ * run for a request that has replied and is not streaming.
+ *
+ * Streams: the owner of a stream (rt/streams.c) holds its own reference on the request. Its
+ * state is freed by exactly one of two paths, whichever comes first: on_gone (from the loop), or
+ * the owner closing it (http_stream_close clears on_gone first, then the owner drops its
+ * reference). Each path clears req->data / on_gone so the other cannot run.
+ *
  * Handlers reply exactly once with one of the http_reply* calls, or open a stream.
  */
 #pragma once
@@ -100,6 +113,12 @@ struct http_req {
 
 /* Starts listening (SO_REUSEPORT, so WORKERS processes share the port). 0 or negative uv error. */
 int http_server_start(uv_loop_t *loop, const char *host, int port);
+/* The two halves of http_server_start: a bound, listening SO_REUSEPORT socket (blocking-free,
+ * close-on-exec), and serving on one. The supervisor (main.c) makes the sockets and keeps them
+ * open across worker restarts, so the port never goes away while a worker is replaced:
+ * connections wait in the backlog for the new worker. */
+int http_listen_socket(const char *host, int port, int *fd_out);
+int http_server_start_fd(uv_loop_t *loop, int fd);
 /* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
  * every connection is closed. */
 void http_server_shutdown(void (*done)(void));
@@ -159,8 +178,9 @@ void http_req_resume_body(http_req_t *req);
 /* Streamed response (SSE): writes the head without Content-Length; the connection closes when
  * the stream ends. Extra headers come from http_res_header() before the call. */
 void http_stream_open(http_req_t *req, int status, const char *content_type);
-/* Queues a shared buffer (takes a reference). Returns -1 when the request is gone or its queue
- * is over max_pending bytes (the caller should then close the stream). */
+/* Queues a shared buffer (takes a reference). Returns -1 when the request is gone, the write
+ * failed or its queue is over max_pending bytes: the caller should then close the stream with
+ * http_stream_close. Never frees anything and never runs on_gone (see the top of this file). */
 int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending);
 /* Bytes written to the stream but not yet flushed to the socket. */
 size_t http_stream_pending(const http_req_t *req);

@@ -36,12 +36,28 @@ void log_msg(int level, const char *fmt, ...)
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%d] %s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      (int)(tv.tv_usec / 1000), (int)getpid(), level_names[level]);
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    int m = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2) len = sizeof(line) - 2;
+    size_t mlen = m < 0 ? 0 : (size_t)m;
+    if (mlen > sizeof(msg) - 1) mlen = sizeof(msg) - 1;
+    /* Control characters (CR, LF, ESC, ...) from any logged string are escaped as \xNN: a
+     * client-supplied value can never start a forged line or drive a terminal. */
+    size_t len = (size_t)n;
+    for (size_t i = 0; i < mlen && len < sizeof(line) - 5; i++) {
+        unsigned char ch = (unsigned char)msg[i];
+        if (ch < 0x20 || ch == 0x7f) {
+            static const char hex[] = "0123456789abcdef";
+            line[len++] = '\\';
+            line[len++] = 'x';
+            line[len++] = hex[ch >> 4];
+            line[len++] = hex[ch & 15];
+        } else {
+            line[len++] = (char)ch;
+        }
+    }
     line[len++] = '\n';
     /* A single write keeps lines from different workers whole. */
     ssize_t w = write(STDERR_FILENO, line, len);

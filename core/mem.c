@@ -2,6 +2,8 @@
  * cannot answer anyway, and checking NULL everywhere hides real bugs. */
 #include "core/mem.h"
 
+#include "core/checked.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +40,17 @@ char *xstrdup(const char *s)
     return xstrndup(s, strlen(s));
 }
 
+void xoverflow(const char *what)
+{
+    fprintf(stderr, "fatal: size overflow in %s\n", what);
+    abort();
+}
+
 char *xstrndup(const char *s, size_t n)
 {
-    char *p = xmalloc(n + 1);
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("xstrndup");
+    char *p = xmalloc(bytes);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;

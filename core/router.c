@@ -6,6 +6,7 @@
  */
 #include "core/router.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -77,6 +78,30 @@ void router_add(const route_t *table, size_t n)
     }
 }
 
+/* Ids in paths are compared in canonical form (DECISIONS.md "Security decisions"): a parameter
+ * shaped like a UUID (8-4-4-4-12 hex digits) is lower-cased here, once for every route, so an
+ * upper-case UUID names the same row and the same stream channel as the lower-case one. */
+static bool is_uuid(const char *s)
+{
+    for (int i = 0; i < 36; i++) {
+        char ch = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (ch != '-') return false;
+        } else if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+                     (ch >= 'A' && ch <= 'F'))) {
+            return false;
+        }
+    }
+    return s[36] == '\0';
+}
+
+static void canonical_id(char *s)
+{
+    if (strlen(s) != 36 || !is_uuid(s)) return;
+    for (char *p = s; *p; p++)
+        if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');
+}
+
 void router_set_guard(router_guard_fn g)
 {
     guard = g;
@@ -134,7 +159,8 @@ const route_t *router_match(http_req_t *req, int *status, const char **allow)
         req->nparams = 0;
         for (int j = 0; j < nsegs && req->nparams < HTTP_MAX_PARAMS; j++) {
             if (best->segs[j]) continue;
-            const char *v = url_decode(&req->arena, segs[j], lens[j], false);
+            char *v = url_decode(&req->arena, segs[j], lens[j], false);
+            if (v) canonical_id(v);
             req->params[req->nparams++] = v ? v : "";
         }
         req->route = best->route;

@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checked.h"
 #include "core/mem.h"
 
 sbuf_t *sbuf_new(const void *data, size_t len)
 {
-    sbuf_t *b = xmalloc(sizeof(*b) + len + 1);
+    size_t bytes;
+    if (!size_add3(sizeof(sbuf_t), len, 1, &bytes)) xoverflow("sbuf_new");
+    sbuf_t *b = xmalloc(bytes);
     b->refs = 1;
     b->len = len;
     memcpy(b->data, data, len);

@@ -3,6 +3,9 @@
 
 #include <string.h>
 
+#include "core/checked.h"
+#include "core/mem.h"
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
@@ -13,7 +16,9 @@ static int hexval(char c)
 
 char *url_decode(arena_t *a, const char *s, size_t n, bool plus_space)
 {
-    char *out = arena_alloc(a, n + 1);
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("url_decode");
+    char *out = arena_alloc(a, bytes);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -83,7 +88,9 @@ char *url_encode(arena_t *a, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(s);
-    char *out = arena_alloc(a, n * 3 + 1);
+    size_t bytes;
+    if (!size_mul(n, 3, &bytes) || !size_add(bytes, 1, &bytes)) xoverflow("url_encode");
+    char *out = arena_alloc(a, bytes);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

@@ -36,6 +36,7 @@ typedef struct auth_state {
     const char *user_id;
     const char *stored_hash;
     bool active;
+    const char *token; /* new session token: the cookie is set only once the session exists */
 } auth_state_t;
 
 /* ---- shared: session creation ---- */
@@ -95,6 +96,8 @@ static void sign_up_on_insert(http_req_t *req, db_result_t *r)
         return;
     }
     outbox_kick();
+    auth_state_t *st = req->data;
+    cookie_set_session(req, st->token);
     reply_db_json(req, 200, r);
 }
 
@@ -119,7 +122,8 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
     const char *params[] = {user_id,  st->email,  st->first, st->last,       st->lang,
                             st->hash, session_id, token_h,   req->client_ip, ua,
                             ver_id,   vtoken_h,   m.subject, m.text,         m.html};
-    cookie_set_session(req, token);
+    /* The cookie waits for the insert: a 409 must not replace the caller's valid session. */
+    st->token = arena_strdup(&req->arena, token);
     db_req_query(req, SQL_SIGN_UP, 15, params, sign_up_on_insert);
     mail_msg_free(&m);
 }
@@ -165,6 +169,8 @@ static void sign_up(http_req_t *req)
 static void sign_in_on_session(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
+    auth_state_t *st = req->data;
+    cookie_set_session(req, st->token);
     reply_db_json(req, 200, r);
 }
 
@@ -180,7 +186,7 @@ static void sign_in_on_verified(http_req_t *req, void *data)
     new_token(token, token_h);
     const char *params[] = {session_id, st->user_id, token_h, req->client_ip,
                             http_req_header(req, "User-Agent")};
-    cookie_set_session(req, token);
+    st->token = arena_strdup(&req->arena, token);
     db_req_query(req, SQL_SIGN_IN_SESSION, 5, params, sign_in_on_session);
 }
 

@@ -14,6 +14,13 @@
  * Pings: one 1-second timer per worker walks a 25-slot wheel; each stream sits in one slot, so it
  * gets a ping every 25 s, and a tick touches only 1/25 of the streams. The same tick refreshes the
  * stream owner's presence.
+ *
+ * Ownership: a stream_t is freed by exactly one of stream_close (the hub decides: slow client,
+ * failed write, session ended, shutdown) or on_gone (the connection went away, reported from the
+ * loop). core/http never runs on_gone inside http_stream_write, so a write failing during a
+ * fan-out returns -1 and the hub closes that stream itself; the streams it has not reached yet
+ * are untouched. Walks over a channel's list keep the next element before each send, since a
+ * send may free the current one.
  */
 #pragma once
 #include <stddef.h>

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/checked.h"
 #include "tests.h"
 
 static int cleaned;
@@ -32,8 +33,27 @@ static void alloc_align_free(void **s)
     assert_null(a.head);
 }
 
+/* The checked helpers every client-derived size goes through (core/checked.h). */
+static void checked_sizes(void **s)
+{
+    (void)s;
+    size_t r;
+    assert_true(size_add(1, 2, &r) && r == 3);
+    assert_false(size_add(SIZE_MAX, 1, &r));
+    /* The wrap of issue 9: a Content-Length of 2^64-1 plus the NUL byte. */
+    assert_false(size_add((size_t)18446744073709551615ull, 1, &r));
+    assert_true(size_add3(1, 2, 3, &r) && r == 6);
+    assert_false(size_add3(SIZE_MAX - 2, 1, 2, &r));
+    assert_true(size_mul(1024, 1024, &r) && r == 1048576);
+    assert_false(size_mul(SIZE_MAX / 2 + 1, 2, &r));
+    assert_true(size_from_u64(1000, 1024, &r) && r == 1000);
+    assert_false(size_from_u64(18446744073709551615ull, 1024, &r));
+    assert_false(size_from_u64(1025, 1024, &r));
+}
+
 int run_arena_tests(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(alloc_align_free)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(alloc_align_free),
+                                       cmocka_unit_test(checked_sizes)};
     return cmocka_run_group_tests_name("core/arena", tests, NULL, NULL);
 }

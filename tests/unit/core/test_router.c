@@ -102,11 +102,38 @@ static void not_found_and_method(void **s)
     arena_free(&req.arena);
 }
 
+/* Ids in paths are canonical: a UUID-shaped parameter is lower-cased (also when percent-encoded),
+ * anything else is left as sent. */
+static void uuid_params_lower_cased(void **s)
+{
+    (void)s;
+    http_req_t req;
+    int status;
+    const char *allow;
+    const route_t *r = match(&req, HTTP_M_GET, "/api/organizations/2A8DF2AE-E8D7-4B64-B4B2-F4B106957397",
+                             &status, &allow);
+    assert_non_null(r);
+    assert_string_equal(req.params[0], "2a8df2ae-e8d7-4b64-b4b2-f4b106957397");
+    arena_free(&req.arena);
+    r = match(&req, HTTP_M_GET, "/api/organizations/%32A8DF2AE-E8D7-4B64-B4B2-F4B106957397/users",
+              &status, &allow);
+    assert_string_equal(req.params[0], "2a8df2ae-e8d7-4b64-b4b2-f4b106957397");
+    arena_free(&req.arena);
+    /* Not a UUID (a cuid, a name, a near miss): untouched. */
+    r = match(&req, HTTP_M_GET, "/api/users/CkAbC123", &status, &allow);
+    assert_string_equal(req.params[0], "CkAbC123");
+    arena_free(&req.arena);
+    r = match(&req, HTTP_M_GET, "/api/users/2A8DF2AE-E8D7-4B64-B4B2-F4B10695739G", &status, &allow);
+    assert_string_equal(req.params[0], "2A8DF2AE-E8D7-4B64-B4B2-F4B10695739G");
+    arena_free(&req.arena);
+}
+
 int run_router_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matching),
         cmocka_unit_test(not_found_and_method),
+        cmocka_unit_test(uuid_params_lower_cased),
     };
     return cmocka_run_group_tests_name("core/router", tests, NULL, NULL);
 }
