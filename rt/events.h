@@ -23,7 +23,8 @@
 /* Publishes `event` with `data_json` (a JSON value) on the mentorship's channel and, when
  * to_users is set, on the coach's and teacher's user channels (ids may be NULL to skip).
  * organization_id is the mentorship's organization: user streams carry an event only while the
- * user's membership there is active (NULL only for events that never reach user channels). */
+ * user's membership there is active. Pass it for every mentorship event: an event without one is
+ * not filtered. */
 void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id, const char *teacher_id,
                     const char *event, const char *data_json, bool to_users);
 /* Stream control message for one user (see above). */

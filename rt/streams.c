@@ -484,9 +484,10 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         bool last = next == NULL;
         stream_t *st = sub->stream;
         /* A user stream carries an organization's events only while the user's membership
-         * there is active; an event that names no organization reaches global users only. */
-        bool pass = st->kind != STREAM_USER || st->all_orgs ||
-                    (has_org && org_listed(st, org, orglen));
+         * there is active. Every event of the product names its organization (events_publish
+         * requires it); one that names none is not organization-scoped and passes. */
+        bool pass = st->kind != STREAM_USER || st->all_orgs || !has_org ||
+                    org_listed(st, org, orglen);
         if (pass) stream_send(st, sb);
         if (last) break;
         sub = next;
