@@ -308,7 +308,7 @@ static void org_remove(stream_t *s, const char *org, size_t n)
 {
     for (int i = 0; i < s->norgs; i++) {
         if (strlen(s->orgs[i]) == n && memcmp(s->orgs[i], org, n) == 0) {
-            memcpy(s->orgs[i], s->orgs[--s->norgs], ORG_ID_MAX);
+            memmove(s->orgs[i], s->orgs[--s->norgs], ORG_ID_MAX);
             return;
         }
     }
