@@ -4,6 +4,7 @@ first-run, forget-password, change-password and push-token limits.
 
 Tests that need INVITE_REQUIRE_VERIFIED_EMAIL on start a second coachd with it (same database and
 Redis); the main test server runs with it off (development default)."""
+import concurrent.futures
 import re
 import time
 import uuid
@@ -206,6 +207,28 @@ def test_first_run_is_rate_limited_and_checks_first():
     assert codes[:10] == [409] * 10 and codes[10:] == [429, 429], codes
     assert psql_value("SELECT count(*) FROM users WHERE email = :'e'", e=body["email"]) == "0"
     assert time.monotonic() - started < 10
+
+
+def test_a_flood_of_one_hashing_kind_does_not_hold_up_sign_in():
+    # Sign-ups flood the hashing queue of a one-worker server (no auth limit); a sign-in sent
+    # meanwhile is served in turn with them instead of after every sign-up queued before it.
+    _, u = sign_up()
+    with second_coachd(AUTH_RATE_LIMIT_POINTS=0) as base:
+        def one_sign_up(_):
+            return Client(base_url=base).post("/api/auth/sign-up/email", json={
+                "email": unique_email("flood"), "password": PASSWORD, "name": "Flood User"})
+
+        with concurrent.futures.ThreadPoolExecutor(40) as pool:
+            futures = [pool.submit(one_sign_up, i) for i in range(80)]
+            time.sleep(1.0)  # the queue is full of sign-ups
+            done_before = sum(f.done() for f in futures)
+            r = Client(base_url=base).post("/api/auth/sign-in/email",
+                                           json={"email": u["email"], "password": PASSWORD})
+            done_meanwhile = sum(f.done() for f in futures) - done_before
+            assert all(f.result().status_code == 200 for f in futures)
+        assert r.status_code == 200
+        # Without lanes the sign-in waited for the ~40 sign-ups queued before it.
+        assert done_meanwhile < 15, done_meanwhile
 
 
 # ---- forget-password, change-password, push tokens (item 12) --------------------------------
