@@ -185,6 +185,10 @@ int config_load(void)
     cfg.auth_rate_limit_points = config_int("AUTH_RATE_LIMIT_POINTS", 10, 0, 1000000);
     cfg.auth_rate_limit_duration = config_int("AUTH_RATE_LIMIT_DURATION", 60, 1, 86400);
     cfg.resend_activation_cooldown = config_int("RESEND_ACTIVATION_COOLDOWN_SECONDS", 60, 1, 86400);
+    /* Accepting an invite by id proves nothing about the mailbox unless the email is verified
+     * (docs/security.md); off in development so local sign-ups can accept without mail. */
+    cfg.invite_require_verified_email =
+        env_bool("INVITE_REQUIRE_VERIFIED_EMAIL", cfg.production);
     return rc;
 }
 

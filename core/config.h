@@ -33,6 +33,7 @@ typedef struct config {
     int rate_limiter_points, rate_limiter_duration;
     int auth_rate_limit_points, auth_rate_limit_duration;
     int resend_activation_cooldown;
+    bool invite_require_verified_email; /* INVITE_REQUIRE_VERIFIED_EMAIL (default: production) */
     int log_level;
 } config_t;
 

@@ -3,7 +3,9 @@
  *
  * At most (cores - 1, at least 1) jobs run at once and the rest wait in a FIFO here, so the loop
  * keeps a core for everything else; a job whose client left while it waited is dropped without
- * spending the CPU. The wait is bounded: past OFFLOAD_QUEUE_MAX jobs the request gets 503.
+ * spending the CPU. Each kind of work waits in its own lane, bounded by LANE_MAX (past it the
+ * request gets 503), and a free thread takes the next job from the lanes in turn, so one kind
+ * cannot starve another: a first-run flood waits behind itself, not in front of sign-ins.
  */
 #include "core/offload.h"
 
@@ -14,7 +16,12 @@
 
 #include "core/mem.h"
 
-#define OFFLOAD_QUEUE_MAX 4096
+/* Jobs that may wait per lane. first-run hashes only before the installation is set up (and
+ * succeeds once): a few dozen is plenty. */
+static const int LANE_MAX[OFFLOAD_KIND_COUNT] = {
+    [OFFLOAD_OTHER] = 1024,    [OFFLOAD_SIGN_IN] = 1024, [OFFLOAD_SIGN_UP] = 512,
+    [OFFLOAD_PASSWORD] = 256,  [OFFLOAD_ACCOUNT] = 256,  [OFFLOAD_FIRST_RUN] = 32,
+};
 
 typedef struct offload {
     uv_work_t work;
@@ -43,8 +50,12 @@ static void on_work(uv_work_t *w)
     o->fn(o->data);
 }
 
-static offload_t *queue_head, *queue_tail;
-static int queued, running, max_running;
+static struct lane {
+    offload_t *head, *tail;
+    int queued;
+} lanes[OFFLOAD_KIND_COUNT];
+static int running, max_running;
+static int next_lane; /* round robin */
 
 static void start_next(void);
 
@@ -61,11 +72,20 @@ static void on_after_work(uv_work_t *w, int status)
 
 static void start_next(void)
 {
-    while (running < max_running && queue_head) {
-        offload_t *o = queue_head;
-        queue_head = o->next;
-        if (!queue_head) queue_tail = NULL;
-        queued--;
+    while (running < max_running) {
+        struct lane *l = NULL;
+        for (int i = 0; i < OFFLOAD_KIND_COUNT && !l; i++) {
+            struct lane *c = &lanes[(next_lane + i) % OFFLOAD_KIND_COUNT];
+            if (c->head) {
+                l = c;
+                next_lane = (next_lane + i + 1) % OFFLOAD_KIND_COUNT;
+            }
+        }
+        if (!l) break;
+        offload_t *o = l->head;
+        l->head = o->next;
+        if (!l->head) l->tail = NULL;
+        l->queued--;
         if (http_req_gone(o->req)) {
             http_req_unref(o->req);
             free(o);
@@ -83,11 +103,19 @@ static void start_next(void)
 
 void offload_run(http_req_t *req, offload_work_fn work, offload_done_fn done, void *data)
 {
+    offload_run_kind(req, OFFLOAD_OTHER, work, done, data);
+}
+
+void offload_run_kind(http_req_t *req, offload_kind_t kind, offload_work_fn work,
+                      offload_done_fn done, void *data)
+{
     if (!max_running) {
         unsigned n = uv_available_parallelism();
         max_running = n > 1 ? (int)n - 1 : 1;
     }
-    if (queued >= OFFLOAD_QUEUE_MAX) {
+    if ((unsigned)kind >= OFFLOAD_KIND_COUNT) kind = OFFLOAD_OTHER;
+    struct lane *l = &lanes[kind];
+    if (l->queued >= LANE_MAX[kind]) {
         http_reply_error(req, 503, "UNAVAILABLE", "Server busy");
         return;
     }
@@ -97,11 +125,11 @@ void offload_run(http_req_t *req, offload_work_fn work, offload_done_fn done, vo
     o->done = done;
     o->data = data;
     http_req_ref(req);
-    if (queue_tail)
-        queue_tail->next = o;
+    if (l->tail)
+        l->tail->next = o;
     else
-        queue_head = o;
-    queue_tail = o;
-    queued++;
+        l->head = o;
+    l->tail = o;
+    l->queued++;
     start_next();
 }

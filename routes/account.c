@@ -1,11 +1,15 @@
 /*
  * The caller's own account: GET /api/users/me (the own-profile record) and
  * POST /api/users/me/password (change password: verify the current one, store the new one, end
- * every other session; the current session stays).
+ * every other session; the current session stays). The other sessions' open streams are closed
+ * through the user's control channel once the change committed. Wrong current passwords are
+ * limited per user (PW_FAIL_POINTS per PW_FAIL_WINDOW seconds, counted in Redis), since each
+ * attempt costs an argon2 verify and a stolen session must not guess the password.
  */
 #include <string.h>
 
 #include "core/json.h"
+#include "core/log.h"
 #include "core/offload.h"
 #include "core/random.h"
 #include "core/router.h"
@@ -14,6 +18,11 @@
 #include "routes/common.h"
 #include "routes/context.h"
 #include "routes/routes.h"
+#include "rt/events.h"
+#include "rt/ratelimit.h"
+
+#define PW_FAIL_POINTS 5
+#define PW_FAIL_WINDOW (15 * 60)
 
 static void json_field(buf_t *b, const char *key, const char *value, bool first)
 {
@@ -68,7 +77,29 @@ static const char SQL_PW_SET[] =
 static void pw_on_saved(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
+    caller_t *c = context_caller(req);
+    events_sessions_ended(c->user_id, c->session_id);
     http_reply_json(req, 200, "{\"success\":true}");
+}
+
+static const char *fail_key(http_req_t *req)
+{
+    return arena_printf(&req->arena, "rl:pw-change:%s", context_caller(req)->user_id);
+}
+
+/* The wrong password was counted (or Redis could not count it): answer the 400. */
+static void pw_on_counted(bool allowed, int retry_after, bool error, void *data)
+{
+    (void)allowed;
+    (void)retry_after;
+    http_req_t *req = data;
+    if (!http_req_gone(req)) {
+        if (error) log_warn("password-change limiter unavailable id=%s", req->id);
+        verr_t v = {0};
+        verr_add(&v, "currentPassword", "is incorrect");
+        verr_reply(req, &v);
+    }
+    http_req_unref(req);
 }
 
 static void pw_work(void *data)
@@ -87,9 +118,8 @@ static void pw_on_worked(http_req_t *req, void *data)
 {
     pw_state_t *st = data;
     if (st->verify_rc != 0) {
-        verr_t v = {0};
-        verr_add(&v, "currentPassword", "is incorrect");
-        verr_reply(req, &v);
+        http_req_ref(req);
+        ratelimit_hit(fail_key(req), NULL, PW_FAIL_POINTS, PW_FAIL_WINDOW, pw_on_counted, req);
         return;
     }
     if (st->hash_rc != 0) {
@@ -107,7 +137,25 @@ static void pw_on_loaded(http_req_t *req, db_result_t *r)
     pw_state_t *st = req->data;
     const char *h = db_get(r, 0, 0);
     st->stored = h ? arena_strdup(&req->arena, h) : NULL;
-    offload_run(req, pw_work, pw_on_worked, st);
+    offload_run_kind(req, OFFLOAD_PASSWORD, pw_work, pw_on_worked, st);
+}
+
+static void pw_on_peeked(bool allowed, int retry_after, bool error, void *data)
+{
+    http_req_t *req = data;
+    if (http_req_gone(req)) goto done;
+    if (error) {
+        /* Fails open like the other auth limiters: losing Redis must not lock accounts. */
+        log_warn("password-change limiter unavailable id=%s", req->id);
+    } else if (!allowed) {
+        http_reply_rate_limited(req, "RATE_LIMITED", "Too many wrong passwords; try again later",
+                                retry_after);
+        goto done;
+    }
+    const char *params[] = {context_caller(req)->user_id};
+    db_req_query(req, SQL_PW_GET, 1, params, pw_on_loaded);
+done:
+    http_req_unref(req);
 }
 
 static void change_password(http_req_t *req)
@@ -120,9 +168,8 @@ static void change_password(http_req_t *req)
     st->next = field_password(req, body, "newPassword", &v, true);
     if (verr_reply(req, &v)) return;
     req->data = st;
-    caller_t *c = context_caller(req);
-    const char *params[] = {c->user_id};
-    db_req_query(req, SQL_PW_GET, 1, params, pw_on_loaded);
+    http_req_ref(req);
+    ratelimit_peek(fail_key(req), PW_FAIL_POINTS, pw_on_peeked, req);
 }
 
 static const route_t account_routes[] = {

@@ -138,7 +138,7 @@ static void hash_work(void *data)
 
 static void sign_up_limited(http_req_t *req)
 {
-    offload_run(req, hash_work, sign_up_on_hashed, req->data);
+    offload_run_kind(req, OFFLOAD_SIGN_UP, hash_work, sign_up_on_hashed, req->data);
 }
 
 static void sign_up(http_req_t *req)
@@ -211,7 +211,7 @@ static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
         st->active = status && strcmp(status, "active") == 0;
         st->stored_hash = arena_strdup(&req->arena, db_get(r, 0, 2));
     }
-    offload_run(req, verify_work, sign_in_on_verified, st);
+    offload_run_kind(req, OFFLOAD_SIGN_IN, verify_work, sign_in_on_verified, st);
 }
 
 static void sign_in_limited(http_req_t *req)

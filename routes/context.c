@@ -35,7 +35,7 @@ static const char SQL_CALLER[] =
     " to_char(u.birth_date, 'YYYY-MM-DD'), u.country_code, u.timezone, u.avatar_url,"
     " o.id, m.role_in_organization,"
     " (SELECT count(*) FROM invites i WHERE i.email = u.email AND i.status = 'pending'"
-    "    AND i.expires_at > now())"
+    "    AND i.expires_at > now() AND (u.email_verified OR NOT $3::boolean))"
     " FROM sessions s JOIN users u ON u.id = s.user_id"
     " LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)"
     " LEFT JOIN organization_memberships m ON m.organization_id = o.id AND m.user_id = u.id"
@@ -297,8 +297,9 @@ static void resolve_session(http_req_t *req)
     g->org_header = org;
     char hash[TOKEN_HASH_LEN + 1];
     token_hash(token, hash);
-    const char *params[] = {hash, org};
-    db_req_query(req, SQL_CALLER, 2, params, on_caller);
+    /* $3: invites of an unverified email do not gate it when they cannot be answered. */
+    const char *params[] = {hash, org, cfg.invite_require_verified_email ? "true" : "false"};
+    db_req_query(req, SQL_CALLER, 3, params, on_caller);
 }
 
 void context_init(void)

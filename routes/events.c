@@ -10,6 +10,7 @@
 #include "core/router.h"
 #include "db/db.h"
 #include "domain/ids.h"
+#include "domain/timefmt.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 #include "rt/streams.h"
@@ -20,6 +21,24 @@ static const char SQL_MENTORSHIP_ACCESS[] =
     "   WHERE om.organization_id = m.organization_id AND om.user_id = $2"
     "   AND om.membership_status = 'active')"
     " FROM mentorships m WHERE m.id = $1";
+
+/* The organizations where the user's membership is active: the only ones whose events the user
+ * stream carries. */
+static const char SQL_ACTIVE_ORGS[] =
+    "SELECT organization_id FROM organization_memberships"
+    " WHERE user_id = $1 AND membership_status = 'active'";
+
+/* What binds a stream to the caller's session (its expiry closes the stream). */
+static stream_auth_t stream_auth(const caller_t *c)
+{
+    stream_auth_t a = {0};
+    a.session_id = c->session_id;
+    int64_t ms = 0;
+    if (c->session_expires_at && timefmt_parse(c->session_expires_at, &ms) == 0)
+        a.session_expires_ms = ms;
+    a.all_orgs = role_at_least(c->global_role, ROLE_PLATFORM_ADMIN);
+    return a;
+}
 
 static void on_mentorship(http_req_t *req, db_result_t *r)
 {
@@ -36,8 +55,8 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Not a participant of this mentorship");
         return;
     }
-    streams_open(req, STREAM_MENTORSHIP, c->user_id, c->session_id, req->params[0],
-                 db_get(r, 0, 0));
+    stream_auth_t auth = stream_auth(c);
+    streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0], db_get(r, 0, 0));
 }
 
 static void mentorship_events(http_req_t *req)
@@ -52,10 +71,25 @@ static void mentorship_events(http_req_t *req)
     db_req_query(req, SQL_MENTORSHIP_ACCESS, 2, params, on_mentorship);
 }
 
+static void on_active_orgs(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    caller_t *c = context_caller(req);
+    stream_auth_t auth = stream_auth(c);
+    int n = db_nrows(r);
+    const char **orgs = arena_alloc(&req->arena, sizeof(*orgs) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++)
+        orgs[i] = db_get(r, i, 0);
+    auth.orgs = orgs;
+    auth.norgs = n;
+    streams_open(req, STREAM_USER, c->user_id, &auth, NULL, NULL);
+}
+
 static void user_events(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    streams_open(req, STREAM_USER, c->user_id, c->session_id, NULL, NULL);
+    const char *params[] = {c->user_id};
+    db_req_query(req, SQL_ACTIVE_ORGS, 1, params, on_active_orgs);
 }
 
 static const route_t event_routes[] = {

@@ -9,7 +9,9 @@
  * the invite row and its outbox mail, or the account, membership, current organization and
  * invite status together, so a request commits whole or not at all.
  */
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/config.h"
 #include "core/json.h"
@@ -24,6 +26,7 @@
 #include "routes/common.h"
 #include "routes/context.h"
 #include "routes/routes.h"
+#include "rt/events.h"
 #include "rt/outbox.h"
 
 #define INVITE_DAYS_DEFAULT 7
@@ -79,15 +82,18 @@ static const char SQL_LIST[] =
     " FROM l";
 
 /* What creating an invite needs to know first: the organization (name for the mail), the
- * caller's active role there, the invitee's preferred language (when they have an account) and
- * the role of a live pending invite for that address. */
+ * caller's active role there, the invitee's preferred language (when they have an account), the
+ * role of a live pending invite for that address, and whether that address already holds a
+ * membership (active or disabled) there. */
 static const char SQL_CREATE_CONTEXT[] =
     "SELECT (SELECT name FROM organizations WHERE id = $1),"
     " (SELECT role_in_organization FROM organization_memberships WHERE organization_id = $1"
     "   AND user_id = $2 AND membership_status = 'active'),"
     " (SELECT preferred_language FROM users WHERE email = $3),"
     " (SELECT role_in_organization FROM invites WHERE organization_id = $1 AND email = $3"
-    "   AND status = 'pending' AND expires_at > now())";
+    "   AND status = 'pending' AND expires_at > now()),"
+    " EXISTS (SELECT 1 FROM organization_memberships m JOIN users u ON u.id = m.user_id"
+    "   WHERE m.organization_id = $1 AND u.email = $3)";
 
 /* Creates the invite, or refreshes the live pending one (new token, role, expiry, inviter), and
  * queues its mail. A pending invite already past its expiry is marked `expired` first (the
@@ -166,18 +172,18 @@ static const char SQL_MY_PENDING[] =
     " FROM invites i JOIN organizations o ON o.id = i.organization_id"
     " WHERE i.email = $1 AND i.status = 'pending' AND i.expires_at > now()";
 
-/* Accept by id ($1 invite, $2 caller email, $3 caller id): the membership is created, or
- * reactivated with the invite's role when the caller already has one; the organization becomes
- * the current one when the caller has none. Column 0 names the outcome. */
+/* Accept by id ($1 invite, $2 caller email, $3 caller id): the membership is created; an
+ * existing membership (active or disabled) is left exactly as it is, since only an
+ * OrganizationAdmin's PATCH of the membership may change its role or status (a Manager could
+ * otherwise re-enable a member or change a role through an invite). The organization becomes the
+ * current one when the caller has none. Column 0 names the outcome. */
 static const char SQL_ACCEPT_ID[] =
     "WITH i AS (SELECT id, organization_id, email, role_in_organization, status, expires_at"
     "   FROM invites WHERE id = $1 FOR UPDATE),"
     " ok AS (SELECT * FROM i WHERE email = $2 AND status = 'pending' AND expires_at > now()),"
     " m AS (INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)"
     "   SELECT organization_id, $3, role_in_organization FROM ok"
-    "   ON CONFLICT (organization_id, user_id) DO UPDATE"
-    "   SET role_in_organization = EXCLUDED.role_in_organization, membership_status = 'active',"
-    "   updated_at = now() RETURNING organization_id),"
+    "   ON CONFLICT (organization_id, user_id) DO NOTHING RETURNING organization_id),"
     " cu AS (UPDATE users SET current_organization_id = (SELECT organization_id FROM m),"
     "   updated_at = now()"
     "   WHERE id = $3 AND current_organization_id IS NULL AND EXISTS (SELECT 1 FROM m)),"
@@ -189,7 +195,8 @@ static const char SQL_ACCEPT_ID[] =
     "   ELSE 'ok' END,"
     "   (SELECT json_build_object('data', json_build_object('id', x.id,"
     "   'organizationId', x.organization_id, 'roleInOrganization', x.role_in_organization,"
-    "   'status', x.status)) FROM x)"
+    "   'status', x.status)) FROM x),"
+    "   (SELECT organization_id FROM m)"
     " FROM (SELECT 1) AS one LEFT JOIN i ON true";
 
 static const char SQL_DECLINE_ID[] =
@@ -330,6 +337,14 @@ static void create_on_context(http_req_t *req, db_result_t *r)
     if (!may_grant(caller_role, st->role) ||
         (live_role && !may_grant(caller_role, role_parse(live_role)))) {
         http_reply_error(req, 403, "FORBIDDEN", "Your role may invite only Coach and Teacher");
+        return;
+    }
+    const char *member = db_get(r, 0, 4);
+    if (member && member[0] == 't') {
+        /* Accepting never changes an existing membership, so such an invite could only mislead;
+         * a disabled member comes back through PATCH of the membership. */
+        http_reply_error(req, 409, "CONFLICT",
+                         "This email already has a membership in this organization");
         return;
     }
     /* The invitee's own language wins when they already have an account. */
@@ -492,7 +507,7 @@ static void accept_on_check(http_req_t *req, db_result_t *r)
         reply_invalid(req, "token", "The invite has expired");
         return;
     }
-    if (st->given_email && (!email || strcmp(st->given_email, email) != 0)) {
+    if (st->given_email && (!email || strcasecmp(st->given_email, email) != 0)) {
         reply_invalid(req, "email", "does not match the invited email address");
         return;
     }
@@ -500,7 +515,7 @@ static void accept_on_check(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
     }
-    offload_run(req, hash_work, accept_on_hashed, st);
+    offload_run_kind(req, OFFLOAD_ACCOUNT, hash_work, accept_on_hashed, st);
 }
 
 static void accept_limited(http_req_t *req)
@@ -520,7 +535,7 @@ static void accept_with_token(http_req_t *req)
     st->first = field_str(req, body, "firstName", &v, true, 1, 100, true);
     st->last = field_str(req, body, "lastName", &v, true, 1, 100, true);
     st->password = field_password(req, body, "password", &v, true);
-    /* Compared with the invite's address as sent (the spec's "exactly"); invites are stored
+    /* Compared with the invite's address case-insensitively (DECISIONS.md); invites are stored
      * lower-cased. */
     st->given_email = field_str(req, body, "email", &v, false, 1, 320, false);
     const char *lang = field_lang(req, body, "preferredLanguage", &v);
@@ -547,6 +562,13 @@ static void my_pending_on_done(http_req_t *req, db_result_t *r)
 static void my_pending(http_req_t *req)
 {
     caller_t *c = context_caller(req);
+    if (cfg.invite_require_verified_email && !c->email_verified) {
+        /* Whoever signed up with an address they do not own must not learn which organizations
+         * invited it, nor be held by the invite gate for invites they cannot act on: until the
+         * email is verified the list is empty (docs/security.md). */
+        http_reply_json(req, 200, "{\"data\":[],\"meta\":{\"total_count\":0}}");
+        return;
+    }
     const char *params[] = {c->email};
     db_req_query(req, SQL_MY_PENDING, 1, params, my_pending_on_done);
 }
@@ -565,8 +587,19 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite is not pending");
     else if (strcmp(outcome, "expired") == 0)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
-    else
+    else {
         reply_col_json(req, 200, r, 1);
+        if (req->data == (void *)SQL_ACCEPT_ID) {
+            /* The new membership's events now reach the caller's open user streams. */
+            const char *org = db_get(r, 0, 2);
+            if (org) {
+                char msg[160];
+                snprintf(msg, sizeof(msg),
+                         "{\"type\":\"membership-enabled\",\"organizationId\":\"%s\"}", org);
+                events_control(context_caller(req)->user_id, msg);
+            }
+        }
+    }
 }
 
 static void respond(http_req_t *req, const char *sql)
@@ -577,7 +610,14 @@ static void respond(http_req_t *req, const char *sql)
         return;
     }
     caller_t *c = context_caller(req);
+    if (cfg.invite_require_verified_email && !c->email_verified) {
+        /* Only a verified email proves the caller owns the invited mailbox. */
+        http_reply_error(req, 403, "EMAIL_NOT_VERIFIED",
+                         "Verify your email address before answering invitations");
+        return;
+    }
     const char *params[] = {id, lower_ascii(req, c->email), c->user_id};
+    req->data = (void *)sql;
     db_req_query(req, sql, sql == SQL_ACCEPT_ID ? 3 : 2, params, respond_on_done);
 }
 

@@ -38,6 +38,7 @@
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
+#include "rt/events.h"
 #include "rt/redis.h"
 
 #define LIST_LIMIT_DEFAULT "100"
@@ -752,6 +753,15 @@ static void list_members(http_req_t *req)
     db_req_query(req, st->sql, 10, st->params, on_member_list);
 }
 
+/* After commit: the user's open user streams start carrying this organization's events. */
+static void membership_enabled(http_req_t *req, const char *user_id)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "{\"type\":\"membership-enabled\",\"organizationId\":\"%s\"}",
+             lower_ascii(req, http_req_param(req, 0)));
+    events_control(user_id, msg);
+}
+
 static void on_member_added(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
@@ -766,6 +776,7 @@ static void on_member_added(http_req_t *req, db_result_t *r)
         return;
     }
     reply_db_json(req, 201, r);
+    membership_enabled(req, req->data);
 }
 
 static void add_member(http_req_t *req)
@@ -786,6 +797,7 @@ static void add_member(http_req_t *req)
     params[4] = user;
     params[5] = role;
     params[6] = primary ? primary : "f";
+    req->data = (void *)user;
     db_req_query(req, SQL_MEMBER_ADD, 7, params, on_member_added);
 }
 
@@ -812,6 +824,8 @@ static void on_member_updated(http_req_t *req, db_result_t *r)
                          lower_ascii(req, org_id));
         redis_publish(channel, msg, (size_t)n);
     }
+    if (before && strcmp(before, "active") != 0 && after && strcmp(after, "active") == 0)
+        membership_enabled(req, user_id);
 }
 
 static void patch_member(http_req_t *req)

@@ -20,14 +20,23 @@
 #define PUSH_TOKEN_MAX 255
 
 /* Column 0: response; 1: true when the row is new. A token registered again keeps its
- * creation time unless it changes hands. */
+ * creation time unless it changes hands. The user keeps at most PUSH_TOKENS_PER_USER tokens:
+ * beyond that the oldest go (every push fans out to every token, so an unbounded list would
+ * make each notification cost more, and a stolen session could fill it). */
+#define PUSH_TOKENS_PER_USER 20
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static const char SQL_REGISTER[] =
-    "INSERT INTO push_tokens AS p (token, user_id, platform) VALUES ($1, $2, $3)"
-    " ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id,"
+    "WITH p AS (INSERT INTO push_tokens AS p (token, user_id, platform) VALUES ($1, $2, $3)"
+    "   ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id,"
     "   platform = EXCLUDED.platform, updated_at = now(),"
     "   created_at = CASE WHEN p.user_id = EXCLUDED.user_id THEN p.created_at ELSE now() END"
-    " RETURNING json_build_object('data', json_build_object('token', token,"
-    "   'platform', platform, 'createdAt', iso(created_at))), (xmax = 0)";
+    "   RETURNING token, platform, created_at, (xmax = 0) AS fresh),"
+    " old AS (DELETE FROM push_tokens WHERE user_id = $2 AND token <> $1 AND token NOT IN"
+    "   (SELECT token FROM push_tokens WHERE user_id = $2 AND token <> $1"
+    "   ORDER BY created_at DESC, token DESC LIMIT " STR(PUSH_TOKENS_PER_USER) " - 1))"
+    " SELECT json_build_object('data', json_build_object('token', token,"
+    "   'platform', platform, 'createdAt', iso(created_at))), fresh FROM p";
 
 static const char SQL_DELETE[] = "DELETE FROM push_tokens WHERE token = $1 AND user_id = $2";
 

@@ -24,6 +24,7 @@
 #include "routes/common.h"
 #include "routes/context.h"
 #include "routes/routes.h"
+#include "rt/events.h"
 #include "rt/outbox.h"
 #include "rt/ratelimit.h"
 
@@ -108,10 +109,11 @@ static void render_both(http_req_t *req, int (*render)(const char *, const char 
 
 /* ---- forget-password ---- */
 
+/* r is NULL when the cooldown skipped the statement. */
 static void forget_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    outbox_kick();
+    if (r && db_failed_or_reply(req, r)) return;
+    if (r) outbox_kick();
     http_reply_json(req, 200,
                     "{\"success\":true,\"message\":\"If an account exists for this email, a "
                     "password reset link has been sent.\"}");
@@ -149,9 +151,33 @@ static void queue_token_mail(http_req_t *req, const char *sql, bool reset, db_re
     db_req_query(req, sql, 10, params, done);
 }
 
+static void forget_on_cooldown(bool allowed, int retry_after, bool error, void *data)
+{
+    (void)retry_after;
+    http_req_t *req = data;
+    if (http_req_gone(req)) goto done;
+    if (error) {
+        /* As resend-activation: without Redis the cooldown cannot be enforced. */
+        http_reply_error(req, 503, "UNAVAILABLE", "Try again shortly");
+        goto done;
+    }
+    if (!allowed) {
+        /* Silent: the same answer as a sent mail, so the cooldown reveals nothing about the
+         * address, and a flood of requests sends at most one reset mail per cooldown. */
+        forget_on_done(req, NULL);
+        goto done;
+    }
+    queue_token_mail(req, SQL_FORGET, true, forget_on_done);
+done:
+    http_req_unref(req);
+}
+
 static void forget_limited(http_req_t *req)
 {
-    queue_token_mail(req, SQL_FORGET, true, forget_on_done);
+    rec_state_t *st = req->data;
+    http_req_ref(req);
+    ratelimit_cooldown(arena_printf(&req->arena, "cooldown:forget:%s", st->email),
+                       cfg.resend_activation_cooldown, forget_on_cooldown, req);
 }
 
 static void forget_password(http_req_t *req)
@@ -176,6 +202,9 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
     }
+    /* The deleted sessions' open streams close on every worker. */
+    caller_t *c = context_caller(req);
+    events_sessions_ended(db_get(r, 0, 0), c ? c->session_id : NULL);
     http_reply_json(req, 200, "{\"success\":true}");
 }
 
@@ -208,7 +237,7 @@ static void reset_on_check(http_req_t *req, db_result_t *r)
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
     }
-    offload_run(req, hash_work, reset_on_hashed, req->data);
+    offload_run_kind(req, OFFLOAD_PASSWORD, hash_work, reset_on_hashed, req->data);
 }
 
 static void reset_password(http_req_t *req)

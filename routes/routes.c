@@ -4,6 +4,7 @@
 #include "routes/context.h"
 #include "rt/streams.h"
 #include "rt/sweeper.h"
+#include "rt/janitor.h"
 
 void routes_init(uv_loop_t *loop)
 {
@@ -23,10 +24,12 @@ void routes_init(uv_loop_t *loop)
     routes_mentorships_register();
     routes_sessions_register();
     sweeper_init(loop);
+    janitor_init(loop);
 }
 
 void routes_shutdown(void)
 {
     streams_shutdown();
     sweeper_shutdown();
+    janitor_shutdown();
 }

@@ -300,7 +300,7 @@ static void create_on_commit(http_req_t *req, db_result_t *r)
     }
     if (db_failed_or_reply(req, r)) return;
     if (st->notices) outbox_kick();
-    mentoring_publish_session_update(st->mentorship_id, st->coach_id, st->teacher_id);
+    mentoring_publish_session_update(context_caller(req)->org_id, st->mentorship_id, st->coach_id, st->teacher_id);
     http_reply_json(req, 201, st->json);
 }
 
@@ -522,7 +522,7 @@ static void upd_on_commit(http_req_t *req, db_result_t *r)
     if (db_failed_or_reply(req, r)) return;
     if (st->notices) outbox_kick();
     if (st->changed)
-        mentoring_publish_session_update(st->mentorship_id, st->coach_id, st->teacher_id);
+        mentoring_publish_session_update(context_caller(req)->org_id, st->mentorship_id, st->coach_id, st->teacher_id);
     http_reply_json(req, 200, st->json);
 }
 
@@ -768,7 +768,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
     buf_puts(&d, ",\"sessionId\":");
     buf_json_str(&d, st->id);
     buf_putc(&d, '}');
-    events_publish(db_get(r, 0, 5), NULL, NULL, "call-reaction", d.data, false);
+    events_publish(c->org_id, db_get(r, 0, 5), NULL, NULL, "call-reaction", d.data, false);
     char *json = arena_printf(&req->arena, "{\"data\":%s}", d.data);
     buf_free(&d);
     http_reply_json(req, 200, json);

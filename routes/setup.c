@@ -3,6 +3,10 @@
  * run in one transaction after a transaction-scoped advisory lock, so two concurrent calls
  * cannot both see "no admin yet" (a single statement would take its snapshot before waiting
  * for the lock).
+ *
+ * Before any hashing: the per-IP/per-email auth limiter, then a plain read of "already
+ * initialized" (409 at once), so a flood after set-up costs no argon2 time; hashing runs in the
+ * offload queue's first-run lane, so it cannot crowd out sign-ins either.
  */
 #include <string.h>
 
@@ -18,6 +22,8 @@
 #include "routes/context.h"
 #include "routes/routes.h"
 
+static const char SQL_INITIALIZED[] =
+    "SELECT EXISTS (SELECT 1 FROM users WHERE global_role IN ('Owner', 'PlatformAdmin'))";
 static const char SQL_LOCK[] = "SELECT pg_advisory_xact_lock(727274001)";
 static const char SQL_CREATE_ADMIN[] =
     "WITH chk AS (SELECT NOT EXISTS (SELECT 1 FROM users"
@@ -135,6 +141,22 @@ static void on_hashed(http_req_t *req, void *data)
     db_tx_begin(on_begin, st);
 }
 
+static void on_initialized(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    const char *done = db_get(r, 0, 0);
+    if (done && done[0] == 't') {
+        http_reply_error(req, 409, "CONFLICT", "The platform is already initialized");
+        return;
+    }
+    offload_run_kind(req, OFFLOAD_FIRST_RUN, hash_work, on_hashed, req->data);
+}
+
+static void first_run_limited(http_req_t *req)
+{
+    db_req_query(req, SQL_INITIALIZED, 0, NULL, on_initialized);
+}
+
 static void first_run(http_req_t *req)
 {
     json_t *body = json_body_or_reply(req);
@@ -154,7 +176,8 @@ static void first_run(http_req_t *req)
     }
     if (verr_reply(req, &v)) return;
     st->lang = resolve_lang(req, lang);
-    offload_run(req, hash_work, on_hashed, st);
+    req->data = st;
+    auth_limit_then(req, "first-run", st->email, first_run_limited);
 }
 
 static const route_t setup_routes[] = {

@@ -8,7 +8,10 @@
  * in their active organization, except that a Manager never sees an OrganizationAdmin or a
  * user with a global role. Changing someone's status (PATCH status, DELETE) needs
  * OrganizationAdmin or above, never applies to oneself, and an organization-scoped caller never
- * changes a user with a global role (nor a PlatformAdmin an Owner).
+ * changes a user with a global role (nor a PlatformAdmin an Owner). Status is global, so an
+ * organization-scoped caller changes it only for a user with no active membership in another
+ * organization, and edits other users' profiles only while their membership in the caller's
+ * organization is active (docs/security.md).
  *
  * Each by-id handler loads the target with its membership in the caller's active organization,
  * decides access in access_or_reply(), then runs one statement. When a user's status leaves
@@ -24,6 +27,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "domain/phone.h"
 #include "domain/text.h"
@@ -33,6 +37,7 @@
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
+#include "rt/outbox.h"
 #include "rt/presence.h"
 #include "rt/redis.h"
 
@@ -44,8 +49,13 @@
 /* ---- SQL ---- */
 
 /* Columns shared by the target lookups: 0 status, 1 global_role, 2 country_code,
- * 3 role in the caller's active organization ($2; NULL when no membership). */
-#define TARGET_COLS "u.status, u.global_role, u.country_code, m.role_in_organization"
+ * 3 role in the caller's active organization ($2; NULL when no membership), 4 that membership's
+ * status, 5 whether the user holds an active membership in any other organization. */
+#define TARGET_COLS                                                                                \
+    "u.status, u.global_role, u.country_code, m.role_in_organization, m.membership_status,"        \
+    " EXISTS (SELECT 1 FROM organization_memberships om WHERE om.user_id = u.id"                   \
+    "   AND om.organization_id IS DISTINCT FROM $2::uuid AND om.membership_status = 'active')"
+#define TARGET_NCOLS 6
 #define TARGET_FROM                                                                                \
     " FROM users u LEFT JOIN organization_memberships m ON m.user_id = u.id"                       \
     "   AND m.organization_id = $2::uuid"                                                          \
@@ -148,11 +158,18 @@ static const char SQL_LIST_ORG_SEARCH[] = "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
     " WHERE m1.organization_id = $6::uuid AND m1.user_id = su.id OFFSET 0) m"
     " CROSS JOIN LATERAL (SELECT * FROM users u1 WHERE u1.id = su.id OFFSET 0) u");
 
+/* The account starts unverified and gets the verification mail sign-up sends ($7 verification
+ * id, $8 its token hash, $9..$11 the mail): whoever made it, only the mailbox owner can prove
+ * the address, which invites rely on (INVITE_REQUIRE_VERIFIED_EMAIL). */
 static const char SQL_CREATE[] =
     "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"
     "   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (email) DO NOTHING"
     "   RETURNING id, email, first_name, last_name, preferred_language),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u)"
+    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
+    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
+    "   SELECT $7, 'email_verify', id, $8, now() + interval '24 hours' FROM u),"
+    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
+    "   'subject', $9::text, 'text', $10::text, 'html', $11::text) FROM u)"
     " SELECT json_build_object('data', json_build_object('id', id, 'email', email,"
     "   'firstName', first_name, 'lastName', last_name, 'preferredLanguage', preferred_language))"
     " FROM u";
@@ -207,6 +224,8 @@ typedef struct target {
     const char *status;
     role_t global_role; /* ROLE_NONE, ROLE_PLATFORM_ADMIN or ROLE_OWNER */
     bool member;        /* holds a membership (any status) in the caller's active organization */
+    bool active_member; /* ... and that membership is active */
+    bool elsewhere;     /* holds an active membership in another organization */
     role_t org_role;    /* the role of that membership */
     const char *country;
 } target_t;
@@ -289,6 +308,18 @@ static bool access_or_reply(http_req_t *req, const caller_t *c, const target_t *
         return true;
     }
     if (a == ACC_PRESENCE) return false;
+    /* A disabled member is out of the organization: nobody there edits their profile. */
+    if (a == ACC_WRITE && !t->active_member) {
+        forbid(req, "This user is not an active member of your organization");
+        return true;
+    }
+    /* Status is global: an organization may not suspend or archive someone another
+     * organization (or the platform) still relies on; it disables its own membership instead. */
+    if (a == ACC_STATUS && (t->global_role != ROLE_NONE || t->elsewhere)) {
+        forbid(req, "This user belongs to another organization too; disable the membership "
+                    "in yours instead");
+        return true;
+    }
     /* A Manager never reaches an OrganizationAdmin or a global user; an OrganizationAdmin
      * may read a global user who is a member, but not change them. */
     bool above;
@@ -314,6 +345,10 @@ static void target_from_row(http_req_t *req, const db_result_t *r, target_t *t)
     const char *mr = db_get(r, 0, 3);
     t->member = mr != NULL;
     t->org_role = mr ? role_parse(mr) : ROLE_NONE;
+    const char *ms = db_get(r, 0, 4);
+    t->active_member = ms && strcmp(ms, "active") == 0;
+    const char *other = db_get(r, 0, 5);
+    t->elsewhere = other && other[0] == 't';
 }
 
 /* The :id parameter ("me" stands for the caller). */
@@ -692,6 +727,7 @@ static void create_on_inserted(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
     }
+    outbox_kick();
     reply_db_json(req, 201, r);
 }
 
@@ -710,10 +746,20 @@ static void create_on_hashed(http_req_t *req, void *data)
         http_reply_error(req, 500, "INTERNAL", "Could not create the user");
         return;
     }
-    char id[IDS_CUID_LEN + 1];
+    char id[IDS_CUID_LEN + 1], ver_id[IDS_UUID_LEN + 1];
+    char vtoken[TOKEN_LEN + 1], vtoken_h[TOKEN_HASH_LEN + 1];
     new_cuid(id);
-    const char *params[] = {id, st->email, st->first, st->last, st->lang, st->hash};
-    db_req_query(req, SQL_CREATE, 6, params, create_on_inserted);
+    new_uuid(ver_id);
+    new_token(vtoken, vtoken_h);
+    mail_msg_t m = {0};
+    if (mail_render_verification(st->lang, auth_verify_link(req, vtoken, NULL), &m) != 0) {
+        http_reply_error(req, 500, "INTERNAL", "Could not create the user");
+        return;
+    }
+    const char *params[] = {id,     st->email, st->first, st->last, st->lang, st->hash,
+                            ver_id, vtoken_h,  m.subject, m.text,   m.html};
+    db_req_query(req, SQL_CREATE, 11, params, create_on_inserted);
+    mail_msg_free(&m);
 }
 
 static void create_user(http_req_t *req)
@@ -731,7 +777,7 @@ static void create_user(http_req_t *req)
     const char *lang = field_lang(req, body, "preferredLanguage", &v);
     if (verr_reply(req, &v)) return;
     st->lang = resolve_lang(req, lang);
-    offload_run(req, create_work, create_on_hashed, st);
+    offload_run_kind(req, OFFLOAD_ACCOUNT, create_work, create_on_hashed, st);
 }
 
 /* ---- GET /api/users/:id ---- */
@@ -746,7 +792,7 @@ static void get_on_row(http_req_t *req, db_result_t *r)
     }
     target_from_row(req, r, &st->t);
     if (access_or_reply(req, context_caller(req), &st->t, ACC_READ)) return;
-    http_reply_jsonn(req, 200, db_get(r, 0, 4), db_getlen(r, 0, 4));
+    http_reply_jsonn(req, 200, db_get(r, 0, TARGET_NCOLS), db_getlen(r, 0, TARGET_NCOLS));
 }
 
 static void get_user(http_req_t *req)

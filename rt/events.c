@@ -19,7 +19,7 @@ void events_make_id(char out[48])
     snprintf(out, 48, "%llu-%x-%lu", ms, (unsigned)getpid(), ++seq);
 }
 
-void events_publish(const char *mentorship_id, const char *coach_id, const char *teacher_id,
+void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id, const char *teacher_id,
                     const char *event, const char *data_json, bool to_users)
 {
     char id[48];
@@ -29,6 +29,11 @@ void events_publish(const char *mentorship_id, const char *coach_id, const char 
     buf_json_str(&msg, id);
     buf_puts(&msg, ",\"event\":");
     buf_json_str(&msg, event);
+    /* Before "data", which must stay last (rt/streams.c reads it to the closing brace). */
+    if (organization_id) {
+        buf_puts(&msg, ",\"organizationId\":");
+        buf_json_str(&msg, organization_id);
+    }
     buf_puts(&msg, ",\"data\":");
     buf_puts(&msg, data_json);
     buf_putc(&msg, '}');
@@ -53,4 +58,15 @@ void events_control(const char *user_id, const char *json)
     char chan[96];
     snprintf(chan, sizeof(chan), "user:%s:control", user_id);
     redis_publish(chan, json, strlen(json));
+}
+
+void events_sessions_ended(const char *user_id, const char *keep_session_id)
+{
+    char msg[128];
+    if (keep_session_id)
+        snprintf(msg, sizeof(msg), "{\"type\":\"sessions-ended\",\"keepSessionId\":\"%s\"}",
+                 keep_session_id);
+    else
+        snprintf(msg, sizeof(msg), "{\"type\":\"sessions-ended\"}");
+    events_control(user_id, msg);
 }

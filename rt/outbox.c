@@ -8,7 +8,8 @@
  * mid-send, the row becomes due again for any worker. A row whose send succeeded gets sent_at;
  * a failed one gets last_error and next_attempt_at = now + 5 s * 2^attempts (at most 1 h);
  * after 10 attempts it is left alone (a dead letter to inspect by hand). A row whose payload
- * cannot be sent at all (malformed) is marked dead at once.
+ * cannot be sent at all (malformed) is marked dead at once. A mail row that is sent or given up
+ * loses its body (text, html), which may carry a live link; rt/janitor.c deletes old rows.
  *
  * Push rows with more than PUSH_BATCH_MAX tokens are sent as several batches; when only some
  * batches fail, the retry keeps just the tokens of the failed batches, so devices that got the
@@ -39,15 +40,22 @@ static const char SQL_CLAIM[] =
     "WHERE id IN (SELECT id FROM outbox WHERE sent_at IS NULL AND next_attempt_at <= now() "
     "AND attempts < 10 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) "
     "RETURNING id, kind, payload, attempts";
-static const char SQL_SENT[] = "UPDATE outbox SET sent_at = now(), last_error = NULL WHERE id = $1";
+/* A mail body may carry a live reset, verification or invite link: once the row is sent or
+ * given up, only the envelope stays (the tokens themselves are stored hashed elsewhere). */
+#define STRIP_BODY(cond)                                                                           \
+    "payload = CASE WHEN kind = 'mail' AND (" cond ") THEN payload - 'text' - 'html'"              \
+    " ELSE payload END"
+static const char SQL_SENT[] = "UPDATE outbox SET sent_at = now(), last_error = NULL, " STRIP_BODY(
+    "true") " WHERE id = $1";
+/* The last allowed attempt failing gives the row up (the claim never takes it again). */
 static const char SQL_RETRY[] =
     "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
-    "last_error = $2 WHERE id = $1";
+    "last_error = $2, " STRIP_BODY("attempts >= 10") " WHERE id = $1";
 static const char SQL_RETRY_TOKENS[] =
     "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
     "last_error = $2, payload = jsonb_set(payload, '{to}', $4::jsonb) WHERE id = $1";
-static const char SQL_DEAD[] =
-    "UPDATE outbox SET attempts = GREATEST(attempts, 10), last_error = $2 WHERE id = $1";
+static const char SQL_DEAD[] = "UPDATE outbox SET attempts = GREATEST(attempts, 10), last_error = $2, "
+    STRIP_BODY("true") " WHERE id = $1";
 static const char SQL_DELETE_TOKEN[] = "DELETE FROM push_tokens WHERE token = $1";
 
 enum { JOB_MAIL, JOB_PUSH };

@@ -16,3 +16,6 @@ void ratelimit_hit(const char *key1, const char *key2, int points, int window, r
                    void *data);
 /* Cooldown: starts it when not running (allowed), else reports the seconds left. */
 void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *data);
+/* Reports whether fewer than `points` hits were counted on key in its current window, without
+ * counting one (limits on failures: peek before the work, hit after a failure). */
+void ratelimit_peek(const char *key, int points, ratelimit_cb cb, void *data);

@@ -5,6 +5,13 @@
  * is freed when the request goes away (on_gone) or when the hub closes it. Channels are freed when
  * their last subscriber leaves. Event buffers (sbuf_t) are shared by every stream they are queued
  * on and freed by the last write that completes.
+ *
+ * Session end: control messages close the streams of an ended session on every worker; session
+ * expiry needs no message, so registered streams also sit in a min-heap on their session's
+ * expiry, which the 1-second tick pops. The per-user cap lives in Redis (STREAMS_KEY): each
+ * stream adds itself with its opening time; the script that adds the 21st removes the oldest and
+ * publishes stream-evicted for it on the user's control channel, so whichever worker holds it
+ * closes it.
  */
 #include "rt/streams.h"
 
@@ -12,9 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/random.h"
 #include "core/sbuf.h"
 #include "rt/events.h"
 #include "rt/presence.h"
@@ -22,6 +31,11 @@
 
 #define WHEEL_SLOTS STREAM_PING_SECONDS
 #define SUBS_PER_STREAM 2
+/* Redis sorted set of a user's open streams (member: stream id, score: opening time in ms). */
+#define STREAMS_KEY "streams:%s"
+/* The set outlives the longest session, so entries of a crashed worker go away with it. */
+#define STREAMS_KEY_TTL (8 * 24 * 3600)
+#define ORG_ID_MAX 40
 
 typedef struct channel channel_t;
 typedef struct stream stream_t;
@@ -50,6 +64,12 @@ struct stream {
     int nsubs;
     int slot;
     stream_t *wprev, *wnext; /* wheel slot list */
+    char stream_id[33];      /* random, names the stream in the per-user Redis set */
+    int64_t expires_ms;      /* session expiry (epoch ms), 0: none */
+    size_t hidx;             /* position in the expiry heap, SIZE_MAX when not in it */
+    bool all_orgs;           /* USER streams: pass every organization's events */
+    char (*orgs)[ORG_ID_MAX]; /* USER streams: organizations whose events pass */
+    int norgs, orgs_cap;
 };
 
 static uv_loop_t *loop_ref;
@@ -58,6 +78,9 @@ static bool timer_running;
 static unsigned tick;
 static stream_t *wheel[WHEEL_SLOTS];
 static size_t nstreams;
+
+static stream_t **heap; /* min-heap on expires_ms */
+static size_t heap_len, heap_cap;
 
 static channel_t **table;
 static size_t table_size; /* power of two */
@@ -181,6 +204,157 @@ static void wheel_remove(stream_t *s)
     s->wprev = s->wnext = NULL;
 }
 
+/* ---- session expiry heap ---- */
+
+static void heap_set(size_t i, stream_t *s)
+{
+    heap[i] = s;
+    s->hidx = i;
+}
+
+static void heap_sift_up(size_t i)
+{
+    stream_t *s = heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (heap[parent]->expires_ms <= s->expires_ms) break;
+        heap_set(i, heap[parent]);
+        i = parent;
+    }
+    heap_set(i, s);
+}
+
+static void heap_sift_down(size_t i)
+{
+    stream_t *s = heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        int64_t best = s->expires_ms;
+        if (l < heap_len && heap[l]->expires_ms < best) {
+            m = l;
+            best = heap[l]->expires_ms;
+        }
+        if (l + 1 < heap_len && heap[l + 1]->expires_ms < best) m = l + 1;
+        if (m == i) break;
+        heap_set(i, heap[m]);
+        i = m;
+    }
+    heap_set(i, s);
+}
+
+static void heap_add(stream_t *s)
+{
+    s->hidx = SIZE_MAX;
+    if (s->expires_ms <= 0) return;
+    if (heap_len == heap_cap) {
+        heap_cap = heap_cap ? heap_cap * 2 : 256;
+        heap = xrealloc(heap, heap_cap * sizeof(*heap));
+    }
+    heap_set(heap_len++, s);
+    heap_sift_up(heap_len - 1);
+}
+
+static void heap_remove(stream_t *s)
+{
+    size_t i = s->hidx;
+    if (i == SIZE_MAX) return;
+    s->hidx = SIZE_MAX;
+    stream_t *last = heap[--heap_len];
+    if (i == heap_len) return;
+    heap_set(i, last);
+    heap_sift_up(i);
+    heap_sift_down(last->hidx);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Closes every stream whose session has expired. */
+static void expire_streams(void)
+{
+    int64_t now = wall_ms();
+    while (heap_len > 0 && heap[0]->expires_ms <= now) {
+        log_info("stream: session expired user=%s", heap[0]->user_id);
+        stream_close(heap[0]);
+    }
+}
+
+/* ---- organizations of a user stream ---- */
+
+static bool org_listed(const stream_t *s, const char *org, size_t n)
+{
+    for (int i = 0; i < s->norgs; i++)
+        if (strlen(s->orgs[i]) == n && memcmp(s->orgs[i], org, n) == 0) return true;
+    return false;
+}
+
+static void org_add(stream_t *s, const char *org, size_t n)
+{
+    if (n == 0 || n >= ORG_ID_MAX || org_listed(s, org, n)) return;
+    if (s->norgs == s->orgs_cap) {
+        s->orgs_cap = s->orgs_cap ? s->orgs_cap * 2 : 4;
+        s->orgs = xrealloc(s->orgs, (size_t)s->orgs_cap * sizeof(*s->orgs));
+    }
+    memcpy(s->orgs[s->norgs], org, n);
+    s->orgs[s->norgs][n] = '\0';
+    s->norgs++;
+}
+
+static void org_remove(stream_t *s, const char *org, size_t n)
+{
+    for (int i = 0; i < s->norgs; i++) {
+        if (strlen(s->orgs[i]) == n && memcmp(s->orgs[i], org, n) == 0) {
+            memmove(s->orgs[i], s->orgs[--s->norgs], ORG_ID_MAX);
+            return;
+        }
+    }
+}
+
+/* ---- per-user cap (Redis) ---- */
+
+/* KEYS[1] the user's set, KEYS[2] the user's control channel; ARGV: opening time, stream id,
+ * key TTL, cap. Adds the stream, then evicts the oldest beyond the cap. */
+static const char REGISTER_SCRIPT[] =
+    "redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) "
+    "redis.call('EXPIRE', KEYS[1], ARGV[3]) "
+    "local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4]) "
+    "if over <= 0 then return 0 end "
+    "local old = redis.call('ZRANGE', KEYS[1], 0, over - 1) "
+    "for _, id in ipairs(old) do "
+    "  redis.call('ZREM', KEYS[1], id) "
+    "  redis.call('PUBLISH', KEYS[2], '{\"type\":\"stream-evicted\",\"streamId\":\"' .. id .. '\"}') "
+    "end "
+    "return #old";
+
+static void on_registered(redisReply *r, void *data)
+{
+    (void)data;
+    if (!r) log_warn("stream: could not register in the per-user set");
+}
+
+static void registry_add(stream_t *s)
+{
+    char key[64], chan[64], now[24], ttl[16], max[16];
+    snprintf(key, sizeof(key), STREAMS_KEY, s->user_id);
+    snprintf(chan, sizeof(chan), "user:%s:control", s->user_id);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(ttl, sizeof(ttl), "%d", STREAMS_KEY_TTL);
+    snprintf(max, sizeof(max), "%d", STREAM_MAX_PER_USER);
+    redis_command(on_registered, NULL, "EVAL %s 2 %s %s %s %s %s %s", REGISTER_SCRIPT, key, chan,
+                  now, s->stream_id, ttl, max);
+}
+
+static void registry_remove(stream_t *s)
+{
+    char key[64];
+    snprintf(key, sizeof(key), STREAMS_KEY, s->user_id);
+    redis_command(NULL, NULL, "ZREM %s %s", key, s->stream_id);
+}
+
 /* ---- writing ---- */
 
 static sbuf_t *encode_event(const char *id, size_t idlen, const char *event, size_t evlen,
@@ -244,8 +418,13 @@ static void on_control(channel_t *c, const char *msg, size_t len)
     bool session_ended = tlen == 13 && memcmp(type, "session-ended", 13) == 0;
     bool membership = tlen == 19 && memcmp(type, "membership-disabled", 19) == 0;
     bool inactive = tlen == 13 && memcmp(type, "user-inactive", 13) == 0;
+    bool sessions_ended = tlen == 14 && memcmp(type, "sessions-ended", 14) == 0;
+    bool evicted = tlen == 14 && memcmp(type, "stream-evicted", 14) == 0;
+    bool enabled = tlen == 18 && memcmp(type, "membership-enabled", 18) == 0;
     if (session_ended) json_str_field(msg, len, "sessionId", &arg, &alen);
-    if (membership) json_str_field(msg, len, "organizationId", &arg, &alen);
+    if (membership || enabled) json_str_field(msg, len, "organizationId", &arg, &alen);
+    if (sessions_ended) json_str_field(msg, len, "keepSessionId", &arg, &alen);
+    if (evicted) json_str_field(msg, len, "streamId", &arg, &alen);
     sub_t *sub = c->head;
     while (sub) {
         sub_t *next = sub->next;
@@ -253,9 +432,17 @@ static void on_control(channel_t *c, const char *msg, size_t len)
         bool close = inactive;
         if (session_ended && arg)
             close = strlen(s->session_id) == alen && memcmp(s->session_id, arg, alen) == 0;
-        if (membership && arg)
+        if (membership && arg) {
             close = s->org_id[0] == '\0' ||
                     (strlen(s->org_id) == alen && memcmp(s->org_id, arg, alen) == 0);
+            org_remove(s, arg, alen);
+        }
+        /* Every session but keepSessionId (none: all of them) ended. */
+        if (sessions_ended)
+            close = !arg || strlen(s->session_id) != alen || memcmp(s->session_id, arg, alen) != 0;
+        if (evicted && arg)
+            close = strlen(s->stream_id) == alen && memcmp(s->stream_id, arg, alen) == 0;
+        if (enabled && arg && s->kind == STREAM_USER) org_add(s, arg, alen);
         if (close) {
             /* next may belong to this same stream (a stream has one sub per channel, so no). */
             stream_close(s);
@@ -282,6 +469,11 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         log_warn("stream: malformed event on %s", channel);
         return;
     }
+    /* The organization precedes "data" (rt/events.c), so a key inside the payload is never
+     * taken for it. */
+    const char *org = NULL;
+    size_t orglen = 0;
+    bool has_org = json_str_field(msg, (size_t)(d - msg), "organizationId", &org, &orglen);
     d += 7;
     size_t dlen = (size_t)(msg + len - 1 - d);
     sbuf_t *sb = encode_event(id, idlen, event, evlen, d, dlen);
@@ -290,7 +482,13 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         /* Closing a stream may free this channel when it was the last subscriber. */
         sub_t *next = sub->next;
         bool last = next == NULL;
-        stream_send(sub->stream, sb);
+        stream_t *st = sub->stream;
+        /* A user stream carries an organization's events only while the user's membership
+         * there is active. Every event of the product names its organization (events_publish
+         * requires it); one that names none is not organization-scoped and passes. */
+        bool pass = st->kind != STREAM_USER || st->all_orgs || !has_org ||
+                    org_listed(st, org, orglen);
+        if (pass) stream_send(st, sb);
         if (last) break;
         sub = next;
     }
@@ -305,6 +503,11 @@ static void stream_unregister(stream_t *s)
         if (s->subs[i].chan) sub_detach(&s->subs[i]);
     s->nsubs = 0;
     wheel_remove(s);
+    heap_remove(s);
+    registry_remove(s);
+    free(s->orgs);
+    s->orgs = NULL;
+    s->norgs = s->orgs_cap = 0;
     nstreams--;
 }
 
@@ -332,6 +535,7 @@ static void on_tick(uv_timer_t *t)
 {
     (void)t;
     tick++;
+    expire_streams();
     stream_t *s = wheel[tick % WHEEL_SLOTS];
     if (!s) return;
     char id[48];
@@ -372,6 +576,9 @@ void streams_shutdown(void)
     free(table);
     table = NULL;
     table_size = 0;
+    free(heap);
+    heap = NULL;
+    heap_len = heap_cap = 0;
 }
 
 size_t streams_count(void)
@@ -384,8 +591,9 @@ static void copy_id(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src ? src : "");
 }
 
-void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id, const char *session_id,
-                  const char *mentorship_id, const char *organization_id)
+void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
+                  const stream_auth_t *auth, const char *mentorship_id,
+                  const char *organization_id)
 {
     http_res_header(req, "Cache-Control", "no-cache");
     http_res_header(req, "X-Accel-Buffering", "no");
@@ -395,13 +603,23 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id, cons
     s->req = req;
     s->kind = kind;
     copy_id(s->user_id, sizeof(s->user_id), user_id);
-    copy_id(s->session_id, sizeof(s->session_id), session_id);
+    copy_id(s->session_id, sizeof(s->session_id), auth->session_id);
     copy_id(s->org_id, sizeof(s->org_id), organization_id);
+    uint8_t rnd[16];
+    random_bytes(rnd, sizeof(rnd));
+    for (int i = 0; i < 16; i++)
+        snprintf(s->stream_id + 2 * i, 3, "%02x", rnd[i]);
+    s->expires_ms = auth->session_expires_ms;
+    s->all_orgs = kind != STREAM_USER || auth->all_orgs;
+    for (int i = 0; i < auth->norgs; i++)
+        org_add(s, auth->orgs[i], strlen(auth->orgs[i]));
     http_req_ref(req);
     req->data = s;
     req->on_gone = on_gone;
     nstreams++;
     wheel_add(s);
+    heap_add(s);
+    registry_add(s);
     char chan[96];
     if (kind == STREAM_MENTORSHIP)
         snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);

@@ -23,7 +23,9 @@
  * send may free the current one.
  */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "core/http.h"
@@ -39,12 +41,32 @@ typedef enum stream_kind {
 void streams_init(uv_loop_t *loop);
 void streams_shutdown(void);
 
+/* At most this many open streams per user across every worker and host: opening another closes
+ * that user's oldest (a per-user sorted set in Redis names them; the holder closes it when told
+ * on the user's control channel). */
+#define STREAM_MAX_PER_USER 20
+
+/* What a stream is bound to besides its channel. */
+typedef struct stream_auth {
+    const char *session_id;
+    int64_t session_expires_ms; /* the stream closes at this moment (epoch ms; 0: never) */
+    /* USER streams: events carry their organization; the stream passes an event only when
+     * all_orgs is set (PlatformAdmin, Owner) or its organization is one of orgs (the user's
+     * active memberships, kept current by membership-enabled / -disabled control messages). */
+    bool all_orgs;
+    const char *const *orgs;
+    int norgs;
+} stream_auth_t;
+
 /* Opens the SSE response on req (headers, `retry: 3000`) and registers it: kind USER listens on
  * user:<user_id>; kind MENTORSHIP on mentorship:<mentorship_id>. Both listen on the user's
- * control channel, which ends the stream when session_id is signed out, when organization_id's
- * membership is disabled (NULL: any), or when the user stops being active. */
-void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id, const char *session_id,
-                  const char *mentorship_id, const char *organization_id);
+ * control channel, which ends the stream when its session ends (signed out, every other session
+ * ended by a password change or reset), when organization_id's membership is disabled (NULL:
+ * any), when the user stops being active, or when the user opened too many streams. The session's
+ * expiry is checked every second. */
+void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
+                  const stream_auth_t *auth, const char *mentorship_id,
+                  const char *organization_id);
 
 /* Number of open streams on this worker. */
 size_t streams_count(void);

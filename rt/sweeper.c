@@ -13,7 +13,7 @@ static const char SQL_SWEEP[] =
     "WITH s AS (UPDATE mentorship_sessions SET status = 'missed', updated_at = now()"
     "   WHERE status IN ('scheduled', 'confirmed') AND ends_at < now() - interval '30 minutes'"
     "   RETURNING mentorship_id)"
-    " SELECT m.id, m.coach_id, m.teacher_id, (SELECT count(*) FROM s)"
+    " SELECT m.id, m.coach_id, m.teacher_id, (SELECT count(*) FROM s), m.organization_id"
     " FROM mentorships m WHERE m.id IN (SELECT mentorship_id FROM s)";
 
 static struct {
@@ -43,7 +43,7 @@ static void on_swept(db_result_t *r, void *data)
         char data_json[128];
         snprintf(data_json, sizeof(data_json), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}",
                  id);
-        events_publish(id, db_get(r, i, 1), db_get(r, i, 2), "session-update", data_json, true);
+        events_publish(db_get(r, i, 4), id, db_get(r, i, 1), db_get(r, i, 2), "session-update", data_json, true);
     }
 }
 
