@@ -1,0 +1,146 @@
+-- Chat: one conversation per mentorship. Messages (soft-deleted, never removed by the API),
+-- their file attachments, emoji reactions and each participant's read receipt.
+CREATE EXTENSION IF NOT EXISTS unaccent;
+
+-- ISO 8601 UTC text with microseconds: chat message times are history cursors, and a cursor
+-- must name one message exactly (createdAt is unique within a mentorship, to the microsecond).
+CREATE FUNCTION chat_iso(ts timestamptz) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
+
+-- unaccent() is only STABLE (its dictionary could change); naming the dictionary makes the
+-- result depend on the argument alone, which the stored search column and its index need.
+CREATE FUNCTION chat_unaccent(t text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    RETURN unaccent('unaccent'::regdictionary, t);
+
+-- The searchable form of a body: lower-cased, accent-free words as written ('simple', which
+-- prefix queries match), plus their English and Spanish stems (so "meetings" finds "meeting").
+CREATE FUNCTION chat_search_tsv(body text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    RETURN to_tsvector('simple'::regconfig, chat_unaccent(body))
+        || to_tsvector('english'::regconfig, chat_unaccent(body))
+        || to_tsvector('spanish'::regconfig, chat_unaccent(body));
+
+-- A search term in web-search syntax ("quoted phrase", -word, or) as a tsquery: every word of
+-- the 'simple' form becomes a prefix ("reun" finds "reunión"). Without negations the English
+-- and Spanish stemmed readings are OR-ed in; with a negation they are left out, because those
+-- configurations drop stop words and a dropped "-the" would no longer exclude anything.
+CREATE FUNCTION chat_search_query(q text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
+    RETURN (SELECT CASE WHEN s::text LIKE '%!%' THEN p
+                        ELSE p || websearch_to_tsquery('english'::regconfig, u)
+                               || websearch_to_tsquery('spanish'::regconfig, u) END
+            FROM (SELECT u, s, regexp_replace(s::text, '''((?:[^'']|'''')*)''', '''\1'':*',
+                                              'g')::tsquery AS p
+                  FROM (SELECT u, websearch_to_tsquery('simple'::regconfig, u) AS s
+                        FROM (SELECT chat_unaccent(q) AS u) a) b) c);
+
+-- createdAt is unique within a mentorship: each post takes the next tick of its mentorship's
+-- clock, max(clock_timestamp(), last + 1 microsecond), under the clock row's lock, which is
+-- held until the post commits. Posts of one mentorship therefore commit in createdAt order,
+-- so a reader paging by createdAt never misses a message that commits later with an older time.
+CREATE TABLE chat_clocks (
+    mentorship_id uuid PRIMARY KEY REFERENCES mentorships (id) ON DELETE CASCADE,
+    last_at       timestamptz NOT NULL
+);
+
+CREATE TABLE chat_messages (
+    id                  uuid PRIMARY KEY,
+    mentorship_id       uuid NOT NULL REFERENCES mentorships (id) ON DELETE CASCADE,
+    sender_id           text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    body                text NOT NULL CHECK (char_length(body) BETWEEN 1 AND 4000),
+    client_message_id   uuid,
+    reply_to_message_id uuid REFERENCES chat_messages (id) ON DELETE SET NULL,
+    created_at          timestamptz NOT NULL,
+    edited_at           timestamptz,
+    deleted_at          timestamptz,
+    deleted_by          text REFERENCES users (id) ON DELETE SET NULL,
+    search_tsv          tsvector GENERATED ALWAYS AS (chat_search_tsv(body)) STORED
+);
+CREATE UNIQUE INDEX chat_messages_created_uniq ON chat_messages (mentorship_id, created_at);
+-- Idempotent posts: one message per sender and clientMessageId in a mentorship, race-safe.
+CREATE UNIQUE INDEX chat_messages_client_uniq
+    ON chat_messages (mentorship_id, sender_id, client_message_id);
+-- History pages, the last message of a conversation and unread counts skip deleted messages.
+CREATE INDEX chat_messages_live_idx ON chat_messages (mentorship_id, created_at DESC)
+    INCLUDE (sender_id) WHERE deleted_at IS NULL;
+CREATE INDEX chat_messages_search_idx ON chat_messages USING gin (search_tsv);
+CREATE INDEX chat_messages_reply_idx ON chat_messages (reply_to_message_id)
+    WHERE reply_to_message_id IS NOT NULL;
+
+CREATE TABLE chat_message_attachments (
+    id         uuid PRIMARY KEY,
+    message_id uuid NOT NULL REFERENCES chat_messages (id) ON DELETE CASCADE,
+    file_id    uuid NOT NULL REFERENCES files (id),
+    position   integer NOT NULL,
+    UNIQUE (message_id, file_id)
+);
+CREATE INDEX chat_message_attachments_file_idx ON chat_message_attachments (file_id);
+
+CREATE TABLE chat_reactions (
+    message_id uuid NOT NULL REFERENCES chat_messages (id) ON DELETE CASCADE,
+    emoji      text NOT NULL,
+    user_id    text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (message_id, emoji, user_id)
+);
+
+-- A receipt keeps the createdAt of the message it names, so unread counts are one range scan
+-- of chat_messages_live_idx and a later deletion of that message changes nothing.
+CREATE TABLE chat_read_receipts (
+    mentorship_id        uuid NOT NULL REFERENCES mentorships (id) ON DELETE CASCADE,
+    user_id              text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    last_read_message_id uuid,
+    last_read_at         timestamptz NOT NULL,
+    updated_at           timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (mentorship_id, user_id)
+);
+
+-- ---- rendering ----
+
+-- {id, firstName, lastName, email, avatar} of a message's sender.
+CREATE FUNCTION chat_user_json(u users) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object('id', u.id, 'firstName', u.first_name, 'lastName', u.last_name,
+                             'email', u.email, 'avatar', u.avatar_url);
+
+-- ChatReaction[]: one element per emoji in the order it was first used, userIds oldest first.
+CREATE FUNCTION chat_reactions_json(message uuid) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN (SELECT COALESCE(json_agg(json_build_object('emoji', r.emoji, 'count', r.n,
+                                                       'userIds', r.users)
+                                     ORDER BY r.first_at, r.emoji), '[]'::json)
+            FROM (SELECT emoji, count(*) AS n, json_agg(user_id ORDER BY created_at, user_id)
+                         AS users, min(created_at) AS first_at
+                  FROM chat_reactions WHERE message_id = message GROUP BY emoji) r);
+
+-- ChatAttachment[] with "_key" (the storage key): the server replaces it by a presigned url.
+CREATE FUNCTION chat_attachments_json(message uuid) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN (SELECT COALESCE(json_agg(json_build_object('id', a.id, 'fileId', a.file_id,
+                'filename', f.filename, 'mimeType', f.mime_type, 'sizeBytes', f.size_bytes,
+                '_key', f.storage_key) ORDER BY a.position), '[]'::json)
+            FROM chat_message_attachments a LEFT JOIN files f ON f.id = a.file_id
+            WHERE a.message_id = message);
+
+-- A ChatMessage from its row, attachments and reactions (passed in, so a statement that has
+-- just inserted them can render them from its own CTEs).
+CREATE FUNCTION chat_message_obj(c chat_messages, attachments json, reactions json)
+    RETURNS json LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object(
+        'id', c.id, 'mentorshipId', c.mentorship_id, 'senderId', c.sender_id, 'body', c.body,
+        'clientMessageId', c.client_message_id, 'createdAt', chat_iso(c.created_at),
+        'editedAt', chat_iso(c.edited_at), 'deletedAt', chat_iso(c.deleted_at),
+        'replyToMessageId', c.reply_to_message_id,
+        'replyTo', (SELECT json_build_object('id', p.id, 'senderId', p.sender_id,
+                        'senderName', user_display_name(u.first_name, u.last_name),
+                        'body', CASE WHEN p.deleted_at IS NULL THEN left(p.body, 120) END)
+                    FROM chat_messages p JOIN users u ON u.id = p.sender_id
+                    WHERE p.id = c.reply_to_message_id),
+        'attachments', attachments, 'reactions', reactions,
+        'sender', (SELECT chat_user_json(u) FROM users u WHERE u.id = c.sender_id));
+
+CREATE FUNCTION chat_message_json(c chat_messages) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN chat_message_obj(c, chat_attachments_json(c.id), chat_reactions_json(c.id));
