@@ -23,16 +23,20 @@ CREATE FUNCTION chat_search_tsv(body text) RETURNS tsvector
         || to_tsvector('spanish'::regconfig, chat_unaccent(body));
 
 -- A search term in web-search syntax ("quoted phrase", -word, or) as a tsquery: every word of
--- the 'simple' form becomes a prefix ("reun" finds "reunión"). Without negations the English
--- and Spanish stemmed readings are OR-ed in; with a negation they are left out, because those
--- configurations drop stop words and a dropped "-the" would no longer exclude anything.
+-- the 'simple' form outside a quoted phrase becomes a prefix ("reun" finds "reunión"); the
+-- words of a phrase match whole. Without negations and phrases
+-- the English and Spanish stemmed readings are OR-ed in; with either they are left out, because
+-- those configurations drop stop words: a dropped "-the" would exclude nothing, and the phrase
+-- "la reunión" would shrink to the word "reunion" in Spanish.
 CREATE FUNCTION chat_search_query(q text) RETURNS tsquery
     LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
-    RETURN (SELECT CASE WHEN s::text LIKE '%!%' THEN p
+    RETURN (SELECT CASE WHEN s::text ~ '[!<]' THEN p
                         ELSE p || websearch_to_tsquery('english'::regconfig, u)
                                || websearch_to_tsquery('spanish'::regconfig, u) END
-            FROM (SELECT u, s, regexp_replace(s::text, '''((?:[^'']|'''')*)''', '''\1'':*',
-                                              'g')::tsquery AS p
+            FROM (SELECT u, s, regexp_replace(regexp_replace(regexp_replace(s::text,
+                      '''((?:[^'']|'''')*)''', '''\1'':*', 'g'),
+                      ''':\*( <(?:-|[0-9]+)> )', '''\1', 'g'),
+                      '( <(?:-|[0-9]+)> )''((?:[^'']|'''')*)'':\*', '\1''\2''', 'g')::tsquery AS p
                   FROM (SELECT u, websearch_to_tsquery('simple'::regconfig, u) AS s
                         FROM (SELECT chat_unaccent(q) AS u) a) b) c);
 
