@@ -489,9 +489,8 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
         return;
     }
-    const char *params[] = {st->id,       st->x.mentorship_id, c->user_id,
-                            st->body,     st->client_id,       st->reply_to,
-                            st->attachments, c->display_name};
+    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
+                            st->client_id, st->reply_to,        st->attachments, c->display_name};
     db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
 }
 
@@ -622,8 +621,8 @@ static void react_on_reactions(http_req_t *req, db_result_t *r)
         buf_puts(&d, ",\"reactions\":");
         buf_puts(&d, reactions);
         buf_putc(&d, '}');
-        publish(req, &st->m.x, st->m.op == OP_REACT ? "chat-reaction-added" : "chat-reaction-removed",
-                d.data);
+        publish(req, &st->m.x,
+                st->m.op == OP_REACT ? "chat-reaction-added" : "chat-reaction-removed", d.data);
         buf_free(&d);
         buf_puts(&d, "{\"messageId\":");
         buf_json_str(&d, st->m.msg_id);
@@ -899,7 +898,8 @@ static void conversations(http_req_t *req)
 
 /* ---- chat token ---- */
 
-static const char SQL_ACCESS[] = "SELECT " SQL_ACCESS_COLS " FROM mentorships m WHERE m.id = $1::uuid";
+static const char SQL_ACCESS[] =
+    "SELECT " SQL_ACCESS_COLS " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void token_on_loaded(http_req_t *req, db_result_t *r)
 {
@@ -950,18 +950,16 @@ static void chat_token(http_req_t *req)
 static const route_t chat_routes[] = {
     {HTTP_M_GET, "/api/chat/conversations", conversations, AUTH_ORG, ROLE_TEACHER, 0, 0},
     {HTTP_M_POST, "/api/mentorships/:id/chat/token", chat_token, AUTH_ORG, ROLE_TEACHER, 0, 0},
-    {HTTP_M_GET, "/api/mentorships/:id/chat/messages", list_messages, AUTH_ORG, ROLE_TEACHER, 0,
-     0},
-    {HTTP_M_POST, "/api/mentorships/:id/chat/messages", post_message, AUTH_ORG, ROLE_TEACHER, 0,
-     0},
+    {HTTP_M_GET, "/api/mentorships/:id/chat/messages", list_messages, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_POST, "/api/mentorships/:id/chat/messages", post_message, AUTH_ORG, ROLE_TEACHER, 0, 0},
     {HTTP_M_PATCH, "/api/mentorships/:id/chat/messages/:msgId", edit_message, AUTH_ORG,
      ROLE_TEACHER, 0, 0},
     {HTTP_M_DELETE, "/api/mentorships/:id/chat/messages/:msgId", delete_message, AUTH_ORG,
      ROLE_TEACHER, 0, 0},
     {HTTP_M_POST, "/api/mentorships/:id/chat/messages/:msgId/reactions", add_reaction, AUTH_ORG,
      ROLE_TEACHER, 0, 0},
-    {HTTP_M_DELETE, "/api/mentorships/:id/chat/messages/:msgId/reactions/:emoji",
-     remove_reaction, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_DELETE, "/api/mentorships/:id/chat/messages/:msgId/reactions/:emoji", remove_reaction,
+     AUTH_ORG, ROLE_TEACHER, 0, 0},
     {HTTP_M_PATCH, "/api/mentorships/:id/chat/read-receipt", read_receipt, AUTH_ORG, ROLE_TEACHER,
      0, 0},
     {HTTP_M_GET, "/api/mentorships/:id/chat/unread", unread, AUTH_ORG, ROLE_TEACHER, 0, 0},
