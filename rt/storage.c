@@ -182,8 +182,10 @@ char *storage_key_make(arena_t *a, const char *prefix, const char *uuid, const c
 {
     char name[FILENAME_KEY_MAX + 1];
     size_t n = 0;
-    for (const char *p = filename; *p && n < FILENAME_KEY_MAX; p++)
+    for (const char *p = filename; *p && n < FILENAME_KEY_MAX; p++) {
+        if (((unsigned char)*p & 0xC0) == 0x80) continue; /* one '_' per UTF-8 code point */
         name[n++] = key_char(*p) ? *p : '_';
+    }
     name[n] = '\0';
     /* No hidden files and no "." or ".." segments. */
     for (size_t i = 0; i < n && name[i] == '.'; i++)

@@ -58,3 +58,28 @@ CREATE TABLE server_secrets (
 );
 INSERT INTO server_secrets (name, value)
 VALUES ('storage_url_key', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+
+CREATE INDEX users_avatar_file_idx ON users (avatar_file_id) WHERE avatar_file_id IS NOT NULL;
+CREATE INDEX organizations_logo_file_idx ON organizations (logo_file_id)
+    WHERE logo_file_id IS NOT NULL;
+
+-- True while anything refers to the file: an attachment, an avatar, an organization logo, or a
+-- chat message attachment (that table arrives with the chat migration, hence the dynamic
+-- lookup). Callers lock the file row first, so "last reference" is decided one at a time.
+CREATE FUNCTION file_referenced(fid uuid) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    found boolean;
+BEGIN
+    IF EXISTS (SELECT 1 FROM file_attachments WHERE file_id = fid)
+       OR EXISTS (SELECT 1 FROM users WHERE avatar_file_id = fid)
+       OR EXISTS (SELECT 1 FROM organizations WHERE logo_file_id = fid) THEN
+        RETURN true;
+    END IF;
+    IF to_regclass('chat_message_attachments') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM chat_message_attachments WHERE file_id = $1)'
+            INTO found USING fid;
+        RETURN found;
+    END IF;
+    RETURN false;
+END
+$$;
