@@ -47,6 +47,7 @@
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
+#include "rt/storage.h"
 
 #define CHAT_TOKEN_SECONDS 3600
 #define CHAT_BODY_MAX 4000
@@ -57,6 +58,8 @@
 #define CHAT_SEARCH_TERM_MAX 200
 #define CHAT_EMOJI_MAX 8
 #define CHAT_URL_SECONDS (15 * 60)
+/* The avatar storage reference of routes/files.h. */
+#define STORAGE_REF_PREFIX "storage:"
 
 static void conversations(http_req_t *req);
 static void chat_token(http_req_t *req);
@@ -234,18 +237,30 @@ static bool emoji_ok(const char *s, size_t n)
 
 /* ---- attachment urls ---- */
 
-/* A presigned GET url for a stored object, or NULL when storage cannot sign one. */
+/* A presigned GET url (15 minutes) for a stored object, or NULL when storage cannot sign. */
 static char *presign_url(http_req_t *req, const char *key, const char *filename,
                          const char *mime_type)
 {
-    (void)req;
-    (void)key;
-    (void)filename;
-    (void)mime_type;
-    return NULL;
+    if (!key || !filename || !mime_type) return NULL;
+    return storage_presign_get(&req->arena, key, filename, mime_type, CHAT_URL_SECONDS);
 }
 
-/* Replaces every "_key" member (the storage key, chat_attachments_json) by "url". */
+/* An avatar that is an uploaded image holds a storage reference, "storage:<mime>:<key>"
+ * (routes/files.h); it is shown as a fresh presigned url. Other values stay as they are. */
+static json_t *avatar_url(http_req_t *req, const char *ref)
+{
+    const char *mime = ref + strlen(STORAGE_REF_PREFIX);
+    const char *colon = strchr(mime, ':');
+    if (!colon) return json_null();
+    const char *key = colon + 1;
+    const char *slash = strrchr(key, '/');
+    char *url = presign_url(req, key, slash ? slash + 1 : key,
+                            arena_strndup(&req->arena, mime, (size_t)(colon - mime)));
+    return url ? json_string(url) : json_null();
+}
+
+/* Replaces every "_key" member (the storage key, chat_attachments_json) by "url", and avatar
+ * storage references by urls. */
 static void urls_walk(http_req_t *req, json_t *j)
 {
     if (json_is_array(j)) {
@@ -258,23 +273,28 @@ static void urls_walk(http_req_t *req, json_t *j)
     json_t *key = json_object_get(j, "_key");
     if (key) {
         const char *k = json_string_value(key);
-        char *url = k ? presign_url(req, k, json_string_value(json_object_get(j, "filename")),
-                                    json_string_value(json_object_get(j, "mimeType")))
-                      : NULL;
+        char *url = presign_url(req, k, json_string_value(json_object_get(j, "filename")),
+                                json_string_value(json_object_get(j, "mimeType")));
         json_object_set_new(j, "url", url ? json_string(url) : json_null());
         json_object_del(j, "_key");
         return;
     }
+    const char *avatar = json_string_value(json_object_get(j, "avatar"));
+    if (avatar && strncmp(avatar, STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX)) == 0)
+        json_object_set_new(j, "avatar", avatar_url(req, avatar));
     const char *name;
     json_t *v;
     json_object_foreach(j, name, v) urls_walk(req, v);
 }
 
-/* The JSON text with attachment urls filled in (arena); the text itself when it has none. */
+/* The JSON text with attachment and avatar urls filled in (arena); the text itself when it
+ * has none. */
 static const char *with_urls(http_req_t *req, const char *json, size_t len)
 {
     if (!json) return NULL;
-    if (!memmem(json, len, "\"_key\"", 6)) return arena_strndup(&req->arena, json, len);
+    if (!memmem(json, len, "\"_key\"", 6) &&
+        !memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1))
+        return arena_strndup(&req->arena, json, len);
     json_error_t err;
     json_t *j = json_loadb(json, len, 0, &err);
     if (!j) {
@@ -883,7 +903,7 @@ static const char SQL_CONVERSATIONS[] =
 static void conversations_on_rows(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    reply_data(req, 200, arena_strndup(&req->arena, db_get(r, 0, 0), db_getlen(r, 0, 0)));
+    reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
 }
 
 static void conversations(http_req_t *req)
