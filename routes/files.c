@@ -80,7 +80,8 @@ uint64_t files_mime_limit(const char *mime)
 
 static bool token_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("!#$&-^_.+", c) != NULL;
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$&-^_.+", c) != NULL);
 }
 
 const char *files_mime_normalize(arena_t *a, const char *s)
