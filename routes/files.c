@@ -56,17 +56,15 @@ static void local_get(http_req_t *req);
 
 /* ---- shared rules ---- */
 
+/* The row lock comes first: an attach or avatar change racing with this either committed
+ * before (and file_referenced sees it) or waits and then finds the file gone. */
 const char SQL_FILES_GC[] =
-    "WITH f AS (DELETE FROM files WHERE id = $1 AND NOT file_referenced($1)"
+    "WITH l AS (SELECT id FROM files WHERE id = $1 FOR UPDATE),"
+    " f AS (DELETE FROM files WHERE id IN (SELECT id FROM l) AND NOT file_referenced($1)"
     "   RETURNING storage_key),"
     " q AS (INSERT INTO outbox (kind, payload)"
     "   SELECT 'storage_delete', jsonb_build_object('key', storage_key) FROM f RETURNING 1)"
     " SELECT count(*) FROM q";
-
-char *files_storage_ref(arena_t *a, const char *mime, const char *key)
-{
-    return arena_printf(a, "storage:%s:%s", mime, key);
-}
 
 uint64_t files_mime_limit(const char *mime)
 {
@@ -80,7 +78,8 @@ uint64_t files_mime_limit(const char *mime)
 
 static bool token_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("!#$&-^_.+", c) != NULL;
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$&-^_.+", c) != NULL);
 }
 
 const char *files_mime_normalize(arena_t *a, const char *s)
@@ -783,6 +782,7 @@ static void lput_on_end(http_req_t *req)
         return;
     }
     storage_writer_t *w = st->w;
+    st->w = NULL; /* finishing: the writer frees itself, abort no longer applies */
     storage_hold(req);
     storage_writer_finish(w, st->g.key, st->g.mime_type, lput_on_stored, req);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/http.h"
 #include "routes/context.h"
 
 /* The size limit of an allowed MIME type (INTERFACE.md "Limits"), 0 when the type is not
@@ -31,9 +32,17 @@ bool files_can_read(const caller_t *c, const char *org_id, const char *uploader_
  * outbox_kick() after the commit when it queued one. */
 extern const char SQL_FILES_GC[];
 
-/* The storage reference that users.avatar_url and organizations.logo_url hold for an uploaded
- * image ("storage:<mime>:<key>"), in `a`; responses render it as a fresh presigned URL
- * (files_render_refs). */
-char *files_storage_ref(arena_t *a, const char *mime, const char *key);
+typedef void (*files_ref_done_cb)(http_req_t *req, bool ok);
+enum files_ref_kind { FILES_REF_AVATAR, FILES_REF_LOGO };
+/* Makes file_id (NULL: none) the avatar of user target_id or the logo of organization
+ * target_id: the file must be an image the caller may read (400 / 403 / 404 otherwise), the
+ * column and its rendered reference (avatar_url / logo_url) are updated and the previous file
+ * is deleted when nothing else refers to it. done(req, ok) runs afterwards with req->data as it
+ * was; when ok is false a reply has been sent. */
+void files_ref_set(http_req_t *req, int kind, const char *target_id, const char *file_id,
+                   files_ref_done_cb done);
+
+/* Renders storage references in a JSON response body (http_set_body_filter). */
+const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len);
 
 void files_upload_register(void);

@@ -101,7 +101,7 @@ int storage_init(uv_loop_t *loop)
     if (rc == 0) rc = uv_timer_init(loop, &S.janitor);
     if (rc != 0) return rc;
     S.started = true;
-    if (S.local && !S.secret_len) uv_timer_start(&S.secret_timer, load_secret, 0, 1000);
+    if (!S.secret_len) uv_timer_start(&S.secret_timer, load_secret, 0, 1000);
     int every = config_int("STORAGE_JANITOR_INTERVAL_SECONDS", 3600, 1, 86400);
     uv_timer_start(&S.janitor, on_janitor, 5000, (uint64_t)every * 1000);
     return 0;
@@ -227,6 +227,49 @@ char *storage_content_disposition(arena_t *a, const char *filename)
 char *storage_local_path(arena_t *a, const char *key)
 {
     return arena_printf(a, "%s/%s", cfg.storage_dir, key);
+}
+
+/* ---- references ---- */
+
+#define REF_TAG_LEN 32
+
+static void ref_tag(const char *mime, size_t mlen, const char *key, size_t klen,
+                    char out[REF_TAG_LEN + 1])
+{
+    uint8_t mac[CRYPTO_SHA256_LEN];
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    size_t n = mlen + klen + 16;
+    char *msg = xmalloc(n);
+    int len = snprintf(msg, n, "ref\n%.*s\n%.*s", (int)mlen, mime, (int)klen, key);
+    crypto_hmac_sha256(S.secret, S.secret_len, msg, (size_t)len, mac);
+    free(msg);
+    crypto_hex_encode(mac, sizeof mac, hex);
+    memcpy(out, hex, REF_TAG_LEN);
+    out[REF_TAG_LEN] = '\0';
+}
+
+char *storage_ref_make(arena_t *a, const char *mime, const char *key)
+{
+    if (!S.secret_len) return NULL;
+    char tag[REF_TAG_LEN + 1];
+    ref_tag(mime, strlen(mime), key, strlen(key), tag);
+    return arena_printf(a, "storage:%s:%s:%s", mime, key, tag);
+}
+
+char *storage_ref_render(arena_t *a, const char *s, size_t n, int ttl_seconds)
+{
+    if (!S.secret_len || n < 8 + REF_TAG_LEN + 4 || memcmp(s, "storage:", 8) != 0) return NULL;
+    const char *mime = s + 8, *end = s + n;
+    const char *c1 = memchr(mime, ':', (size_t)(end - mime));
+    if (!c1 || end - c1 < REF_TAG_LEN + 3 || end[-REF_TAG_LEN - 1] != ':') return NULL;
+    const char *key = c1 + 1, *tag = end - REF_TAG_LEN;
+    size_t mlen = (size_t)(c1 - mime), klen = (size_t)(tag - 1 - key);
+    char want[REF_TAG_LEN + 1];
+    ref_tag(mime, mlen, key, klen, want);
+    if (!crypto_ct_equal(want, tag, REF_TAG_LEN)) return NULL;
+    char *k = arena_strndup(a, key, klen), *m = arena_strndup(a, mime, mlen);
+    const char *slash = strrchr(k, '/');
+    return storage_presign_get(a, k, slash ? slash + 1 : k, m, ttl_seconds);
 }
 
 /* ---- presigning ---- */

@@ -16,9 +16,9 @@
  * the call. They are not bound to a request: a route that waits for one holds a reference on
  * its request and checks http_req_gone() in the callback.
  *
- * The local driver's secret is STORAGE_SECRET when set, else a random secret kept in the
- * database (server_secrets, created by migration 0009) and loaded at start, so every worker and
- * host signs alike and URLs survive restarts.
+ * The secret (local URL signatures, storage references) is STORAGE_SECRET when set, else a random
+ * secret kept in the database (server_secrets, created by migration 0009) and loaded at start, so
+ * every worker and host signs alike and URLs survive restarts.
  */
 #pragma once
 #include <stdbool.h>
@@ -59,6 +59,14 @@ char *storage_key_make(arena_t *a, const char *prefix, const char *uuid, const c
 bool storage_key_valid(const char *key);
 /* Content-Disposition value: attachment; filename="ascii"; filename*=UTF-8''pct (RFC 6266). */
 char *storage_content_disposition(arena_t *a, const char *filename);
+
+/* A reference to a stored image kept in users.avatar_url / organizations.logo_url:
+ * "storage:<mime>:<key>:<tag>", the tag an HMAC with the server secret, so that no text a client
+ * chose (a name, organization settings) can pass for one. NULL while the secret is not loaded. */
+char *storage_ref_make(arena_t *a, const char *mime, const char *key);
+/* A fresh presigned GET URL (ttl_seconds) for reference text s[0..n); NULL when s is not a
+ * valid reference. */
+char *storage_ref_render(arena_t *a, const char *s, size_t n, int ttl_seconds);
 
 /* A local-driver URL, checked (local driver only). */
 typedef struct storage_grant {

@@ -293,3 +293,196 @@ def test_janitor_deletes_unregistered_after_24h(org):
                what="janitor deleted the unregistered object")
     assert os.path.exists(stored_path(kept))
     c.get_json("/api/files/%s" % fid)
+
+
+# ---- multipart upload -----------------------------------------------------------------------
+
+
+def multipart_body(parts, boundary="----coachdTestBoundary7MA4YWxk"):
+    """parts: list of (name, filename or None, content type or None, bytes)."""
+    out = []
+    for name, filename, ctype, data in parts:
+        out.append(b"--" + boundary.encode() + b"\r\n")
+        cd = 'Content-Disposition: form-data; name="%s"' % name
+        if filename is not None:
+            cd += '; filename="%s"' % filename
+        out.append(cd.encode() + b"\r\n")
+        if ctype:
+            out.append(("Content-Type: %s\r\n" % ctype).encode())
+        out.append(b"\r\n" + data + b"\r\n")
+    out.append(b"--" + boundary.encode() + b"--\r\n")
+    return b"".join(out), "multipart/form-data; boundary=%s" % boundary
+
+
+def upload(client, parts, expect=201):
+    body, ctype = multipart_body(parts)
+    r = client.post(client.base_url + "/api/files/upload", data=body, headers={"Content-Type": ctype})
+    if expect is not None:
+        assert r.status_code == expect, r.text
+    return r
+
+
+def tmp_entries():
+    d = os.path.join(STORAGE_DIR, ".tmp")
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def test_multipart_upload_fields_after_file_and_download(org, ment):
+    coach = org.client("Coach")
+    data = os.urandom(3 * 1024 * 1024 + 17)  # several writer buffers
+    r = upload(coach, [("file", "video clip.mp4", "video/mp4", data), ("prefix", None, None, b"coach/videos")])
+    d = r.json()["data"]
+    assert d["sha256Hash"] == hashlib.sha256(data).hexdigest()
+    assert d["sizeBytes"] == len(data) and d["mimeType"] == "video/mp4"
+    assert d["storageKey"].startswith("coach/videos/") and d["storageKey"].endswith("/video_clip.mp4")
+    coach.post_json("/api/files/%s/attach" % d["fileId"],
+                    {"objectType": "mentorship", "objectId": ment["id"]}, expect=201)
+    f = org.client("Teacher").get_json("/api/files/%s" % d["fileId"])["data"]
+    got = download(f["presignedUrl"])
+    assert got.content == data and hashlib.sha256(got.content).hexdigest() == f["sha256Hash"]
+    assert got.headers["Content-Length"] == str(len(data))
+
+
+def test_multipart_upload_with_requests_and_charset(org):
+    c = org.client("Teacher")
+    r = c.post(c.base_url + "/api/files/upload", data={"prefix": "notes"},
+               files={"file": ("n.txt", b"plain text", "text/plain; charset=utf-8")})
+    assert r.status_code == 201, r.text
+    d = r.json()["data"]
+    assert d["mimeType"] == "text/plain" and d["storageKey"].startswith("notes/")
+    assert download(c.get_json("/api/files/%s" % d["fileId"])["data"]["presignedUrl"]).content == b"plain text"
+
+
+def test_multipart_upload_errors(org):
+    c = org.client("Coach")
+    assert_error(upload(c, [("prefix", None, None, b"x")], expect=None), 400, "VALIDATION_ERROR")
+    assert_error(upload(c, [("file", "a.exe", "application/x-msdownload", b"MZ")], expect=None), 400)
+    assert_error(upload(c, [("file", "a.bin", None, b"MZ")], expect=None), 400)
+    assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"), ("prefix", None, None, b"../up")],
+                        expect=None), 400)
+    assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"), ("target", None, None, b"other")],
+                        expect=None), 400)
+    assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"), ("target", None, None, b"avatar")],
+                        expect=None), 400)
+    r = c.post(c.base_url + "/api/files/upload", data=b"{}", headers={"Content-Type": "application/json"})
+    assert_error(r, 415, "UNSUPPORTED_MEDIA_TYPE")
+    body, ctype = multipart_body([("file", "a.txt", "text/plain", b"abc")])
+    r = c.post(c.base_url + "/api/files/upload", data=body[:-10], headers={"Content-Type": ctype})
+    assert_error(r, 400)
+    assert_error(Client().call("POST", "/api/files/upload")[0], 401)
+    wait_until(lambda: tmp_entries() == [], what="temporary files removed")
+
+
+def test_multipart_413_while_streaming(org):
+    c = org.client("Coach")
+    limit = 100 * 1024 * 1024
+    boundary = "b0undary"
+    head = ('--%s\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n'
+            'Content-Type: image/png\r\n\r\n' % boundary).encode()
+    tail = ("\r\n--%s--\r\n" % boundary).encode()
+    chunk = b"\0" * (1024 * 1024)
+
+    def gen():
+        yield head
+        for _ in range(limit // len(chunk)):
+            yield chunk
+        yield b"x" * 1024
+        yield tail
+
+    before = psql_value("SELECT count(*) FROM files")
+    r = c.post(c.base_url + "/api/files/upload", data=gen(),
+               headers={"Content-Type": "multipart/form-data; boundary=%s" % boundary})
+    assert_error(r, 413, "PAYLOAD_TOO_LARGE")
+    wait_until(lambda: tmp_entries() == [], what="partial upload removed")
+    assert psql_value("SELECT count(*) FROM files") == before
+
+
+def test_upload_cut_off_mid_stream_leaves_nothing(org):
+    c = org.client("Coach")
+    boundary = "cutoff"
+    head = ('--%s\r\nContent-Disposition: form-data; name="file"; filename="cut.mp4"\r\n'
+            'Content-Type: video/mp4\r\n\r\n' % boundary).encode()
+    total = 50 * 1024 * 1024
+    u = urllib.parse.urlsplit(BASE_URL)
+    s = socket.create_connection((u.hostname, u.port))
+    cookie = "auth.session_token=%s" % c.session_token
+    req = ("POST /api/files/upload HTTP/1.1\r\nHost: x\r\nCookie: %s\r\nX-Organization-Id: %s\r\n"
+           "Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n"
+           % (cookie, org.id, boundary, len(head) + total)).encode()
+    s.sendall(req + head)
+    sent = 0
+    while sent < 5 * 1024 * 1024:
+        s.sendall(b"\1" * 65536)
+        sent += 65536
+    wait_until(lambda: tmp_entries() != [], what="upload in progress")
+    before = psql_value("SELECT count(*) FROM files")
+    s.close()
+    wait_until(lambda: tmp_entries() == [], what="partial upload removed")
+    assert psql_value("SELECT count(*) FROM files") == before
+
+
+# ---- avatars and logos ----------------------------------------------------------------------
+
+
+def test_avatar_upload_and_rendering(org):
+    c = org.client("Teacher")
+    png = b"\x89PNG\r\n\x1a\n" + os.urandom(2000)
+    d = upload(c, [("target", None, None, b"avatar"), ("file", "me.png", "image/png", png)]).json()["data"]
+    me = c.get_json("/api/users/me")["data"]
+    assert me["avatarUrl"] and me["avatarUrl"].startswith("http"), me
+    assert download(me["avatarUrl"]).content == png
+    assert psql_value("SELECT avatar_file_id::text FROM users WHERE id = :'id'", id=org.uid("Teacher")) == d["fileId"]
+    # shown elsewhere too: user by id, as seen by a manager
+    u = org.client("Manager").get_json("/api/users/%s" % org.uid("Teacher"))["data"]
+    assert download(u["avatarUrl"]).content == png
+    # a new avatar replaces the old one, whose record and object go
+    png2 = b"\x89PNG\r\n\x1a\n" + os.urandom(500)
+    upload(c, [("file", "me2.png", "image/png", png2), ("target", None, None, b"avatar")])
+    assert download(c.get_json("/api/users/me")["data"]["avatarUrl"]).content == png2
+    assert_error(c.call("GET", "/api/files/%s" % d["fileId"])[0], 404)
+    wait_until(lambda: not os.path.exists(stored_path(d["storageKey"])), what="old avatar deleted")
+
+
+def test_patch_user_avatar(org):
+    c = org.client("Coach2")
+    fid, key, _ = upload_presigned(c, b"\x89PNGavatar", filename="a.png", mime="image/png")
+    c.patch_json("/api/users/%s" % org.uid("Coach2"), {"avatar": fid})
+    assert download(c.get_json("/api/users/me")["data"]["avatarUrl"]).content == b"\x89PNGavatar"
+    # not an image, not readable, unknown
+    tid, _, _ = upload_presigned(c, b"text")
+    assert_error(c.call("PATCH", "/api/users/%s" % org.uid("Coach2"), {"avatar": tid})[0], 400)
+    other, _, _ = upload_presigned(org.client("Coach"), b"\x89PNGx", filename="o.png", mime="image/png")
+    assert_error(c.call("PATCH", "/api/users/%s" % org.uid("Coach2"), {"avatar": other})[0], 403)
+    assert_error(c.call("PATCH", "/api/users/%s" % org.uid("Coach2"),
+                        {"avatar": "00000000-0000-4000-8000-000000000000"})[0], 404)
+    # clearing
+    c.patch_json("/api/users/%s" % org.uid("Coach2"), {"avatar": None})
+    assert c.get_json("/api/users/me")["data"]["avatarUrl"] is None
+
+
+def test_forged_storage_reference_is_not_rendered(org):
+    c = org.client("Coach")
+    fid, key, _ = upload_presigned(c, b"secret", filename="s.png", mime="image/png")
+    forged = "storage:image/png:%s:%s" % (key, "0" * 32)
+    c2 = org.client("Teacher2")
+    c2.patch_json("/api/users/me", {"firstName": forged[:100]})
+    psql("UPDATE users SET avatar_url = :'v' WHERE id = :'id'", v=forged, id=org.uid("Teacher2"))
+    me = c2.get_json("/api/users/me")["data"]
+    assert me["avatarUrl"] == forged and me["firstName"] == forged[:100]
+
+
+def test_org_logo_upload(org):
+    png = b"\x89PNGlogo" + os.urandom(100)
+    parts = [("target", None, None, b"orgLogo"), ("organizationId", None, None, org.id.encode()),
+             ("file", "logo.png", "image/png", png)]
+    assert_error(upload(org.client("Manager"), parts, expect=None), 403)
+    upload(org.client("OrganizationAdmin"), parts)
+    cur = org.client("Teacher").get_json("/api/me/current-organization")["data"]
+    assert download(cur["logoUrl"]).content == png
+    pa = platform_admin(org.id)[0]
+    png2 = b"\x89PNGlogo2"
+    upload(pa, parts[:2] + [("file", "logo2.png", "image/png", png2)])
+    assert download(org.client("Teacher").get_json("/api/me/current-organization")["data"]["logoUrl"]).content == png2
+    assert_error(upload(org.client("OrganizationAdmin"),
+                        [("target", None, None, b"orgLogo"), ("file", "l.png", "image/png", png)],
+                        expect=None), 400)
