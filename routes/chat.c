@@ -58,7 +58,7 @@
 #define CHAT_SEARCH_TERM_MAX 200
 #define CHAT_EMOJI_MAX 8
 #define CHAT_URL_SECONDS (15 * 60)
-/* The avatar storage reference of routes/files.h. */
+/* How an avatar storage reference starts (rt/storage.h). */
 #define STORAGE_REF_PREFIX "storage:"
 
 static void conversations(http_req_t *req);
@@ -245,18 +245,12 @@ static char *presign_url(http_req_t *req, const char *key, const char *filename,
     return storage_presign_get(&req->arena, key, filename, mime_type, CHAT_URL_SECONDS);
 }
 
-/* An avatar that is an uploaded image holds a storage reference, "storage:<mime>:<key>"
- * (routes/files.h); it is shown as a fresh presigned url. Other values stay as they are. */
+/* An avatar that is an uploaded image holds a storage reference (rt/storage.h); it is shown
+ * as a fresh presigned url, here too, so that events carry urls as the answers do. */
 static json_t *avatar_url(http_req_t *req, const char *ref)
 {
-    const char *mime = ref + strlen(STORAGE_REF_PREFIX);
-    const char *colon = strchr(mime, ':');
-    if (!colon) return json_null();
-    const char *key = colon + 1;
-    const char *slash = strrchr(key, '/');
-    char *url = presign_url(req, key, slash ? slash + 1 : key,
-                            arena_strndup(&req->arena, mime, (size_t)(colon - mime)));
-    return url ? json_string(url) : json_null();
+    char *url = storage_ref_render(&req->arena, ref, strlen(ref), CHAT_URL_SECONDS);
+    return url ? json_string(url) : json_string(ref);
 }
 
 /* Replaces every "_key" member (the storage key, chat_attachments_json) by "url", and avatar

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from chat_fixtures import Chat
-from helpers import RedisSub, assert_error, psql, psql_value
+from helpers import RedisSub, assert_error, psql_value
 
 
 @pytest.fixture
@@ -18,11 +18,9 @@ def chat():
 
 
 def upload(client, data, filename="notes.txt", mime="text/plain"):
-    """presign + PUT + register through the files API; returns the file id (upload.key: the
-    storage key of the last upload)."""
+    """presign + PUT + register through the files API; returns the file id."""
     p = client.post_json("/api/files/presign", {"filename": filename, "mimeType": mime,
                                                 "sizeBytes": len(data)})["data"]
-    upload.key = p["storageKey"]
     r = requests.put(p["presignedUrl"], data=data, headers={"Content-Type": mime})
     assert r.status_code in (200, 204), r.text
     return client.post_json("/api/files/register", {
@@ -91,10 +89,10 @@ def test_uploaded_avatar_shown_as_url(chat):
     coach = chat.c("Coach")
     png = b"\x89PNG\r\n\x1a\n avatar"
     fid = upload(coach, png, "me.png", "image/png")
-    # The reference the files area stores for an uploaded avatar (routes/files.h).
-    psql("UPDATE users SET avatar_file_id = :'f', avatar_url = 'storage:image/png:' || :'k'"
-         " WHERE id = :'u'", f=fid, k=upload.key, u=chat.uid("Coach"))
-    chat.post("Coach", "with a face")
+    coach.patch_json("/api/users/%s" % chat.uid("Coach"), {"avatar": fid})
+    with RedisSub("mentorship:%s" % chat.id) as sub:
+        chat.post("Coach", "with a face")
+        check_url(sub.next("chat-message")["data"]["sender"]["avatar"], png, "image/png")
     sender = chat.history("Teacher")["data"][0]["sender"]
     assert sender["avatar"].startswith("http"), sender
     check_url(sender["avatar"], png, "image/png")
