@@ -843,10 +843,8 @@ static void read_receipt(http_req_t *req)
 /* Messages of others, not deleted, after the caller's receipt. $1 mentorship, $2 caller. */
 static const char SQL_UNREAD[] =
     "SELECT " SQL_ACCESS_COLS ","
-    "   (SELECT count(*) FROM chat_messages c WHERE c.mentorship_id = m.id"
-    "     AND c.deleted_at IS NULL AND c.sender_id <> $2"
-    "     AND c.created_at > COALESCE((SELECT r.last_read_at FROM chat_read_receipts r"
-    "       WHERE r.mentorship_id = m.id AND r.user_id = $2), '-infinity'))"
+    "   chat_unread(m.id, $2, (SELECT r.last_read_at FROM chat_read_receipts r"
+    "     WHERE r.mentorship_id = m.id AND r.user_id = $2))"
     " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void unread_on_loaded(http_req_t *req, db_result_t *r)
@@ -882,9 +880,8 @@ static const char SQL_CONVERSATIONS[] =
     "     'lastName', ou.last_name, 'email', ou.email, 'avatar', ou.avatar_url),"
     "   'lastMessage', json_build_object('id', lm.id, 'body', lm.body,"
     "     'senderId', lm.sender_id, 'createdAt', chat_iso(lm.created_at)),"
-    "   'unreadCount', CASE WHEN $4::boolean THEN (SELECT count(*) FROM chat_messages u"
-    "     WHERE u.mentorship_id = m.id AND u.deleted_at IS NULL AND u.sender_id <> $2"
-    "     AND u.created_at > COALESCE(rr.last_read_at, '-infinity')) ELSE 0 END) AS j"
+    "   'unreadCount', CASE WHEN $4::boolean THEN chat_unread(m.id, $2, rr.last_read_at)"
+    "     ELSE 0 END) AS j"
     " FROM mentorships m"
     " JOIN LATERAL (SELECT c.id, c.body, c.sender_id, c.created_at FROM chat_messages c"
     "   WHERE c.mentorship_id = m.id AND c.deleted_at IS NULL"

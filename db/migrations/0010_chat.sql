@@ -1,6 +1,7 @@
 -- Chat: one conversation per mentorship. Messages (soft-deleted, never removed by the API),
 -- their file attachments, emoji reactions and each participant's read receipt.
 CREATE EXTENSION IF NOT EXISTS unaccent;
+CREATE EXTENSION IF NOT EXISTS btree_gin;
 
 -- ISO 8601 UTC text with microseconds: chat message times are history cursors, and a cursor
 -- must name one message exactly (createdAt is unique within a mentorship, to the microsecond).
@@ -69,7 +70,10 @@ CREATE UNIQUE INDEX chat_messages_client_uniq
 -- History pages, the last message of a conversation and unread counts skip deleted messages.
 CREATE INDEX chat_messages_live_idx ON chat_messages (mentorship_id, created_at DESC)
     INCLUDE (sender_id) WHERE deleted_at IS NULL;
-CREATE INDEX chat_messages_search_idx ON chat_messages USING gin (search_tsv);
+-- Search runs within one mentorship: with the mentorship id in the same GIN index the posting
+-- lists are intersected inside the index, instead of a bitmap of every matching message of
+-- every mentorship (a common word matches a tenth of the table) ANDed with the mentorship's.
+CREATE INDEX chat_messages_search_idx ON chat_messages USING gin (mentorship_id, search_tsv);
 CREATE INDEX chat_messages_reply_idx ON chat_messages (reply_to_message_id)
     WHERE reply_to_message_id IS NOT NULL;
 
@@ -89,6 +93,67 @@ CREATE TABLE chat_reactions (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (message_id, emoji, user_id)
 );
+
+-- Live (not deleted) messages per mentorship and sender, kept by statement-level triggers. The
+-- unread count of someone without a read receipt is the sum over the other senders (a few
+-- rows), not a count over the whole conversation: an administrator who never opened a chat
+-- would otherwise count every message of every conversation in the conversation list. Each
+-- trigger applies its net deltas in one upsert, in key order, so concurrent changes lock count
+-- rows in the same order. No foreign key: a cascaded delete may remove messages after counts.
+CREATE TABLE chat_counts (
+    mentorship_id uuid NOT NULL,
+    sender_id     text NOT NULL,
+    n             bigint NOT NULL,
+    PRIMARY KEY (mentorship_id, sender_id)
+);
+
+CREATE FUNCTION chat_counts_apply() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO chat_counts AS c
+        SELECT mentorship_id, sender_id, count(*) FROM new_rows WHERE deleted_at IS NULL
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (mentorship_id, sender_id) DO UPDATE SET n = c.n + EXCLUDED.n;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE chat_counts c SET n = c.n - d.k
+        FROM (SELECT mentorship_id, sender_id, count(*) AS k FROM old_rows
+              WHERE deleted_at IS NULL GROUP BY 1, 2 ORDER BY 1, 2) d
+        WHERE c.mentorship_id = d.mentorship_id AND c.sender_id = d.sender_id;
+    ELSE
+        INSERT INTO chat_counts AS c
+        SELECT mentorship_id, sender_id, sum(k)
+        FROM (SELECT mentorship_id, sender_id, 1 AS k FROM new_rows WHERE deleted_at IS NULL
+              UNION ALL
+              SELECT mentorship_id, sender_id, -1 FROM old_rows WHERE deleted_at IS NULL) d
+        GROUP BY 1, 2 HAVING sum(k) <> 0 ORDER BY 1, 2
+        ON CONFLICT (mentorship_id, sender_id) DO UPDATE SET n = c.n + EXCLUDED.n;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER chat_counts_ins AFTER INSERT ON chat_messages
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION chat_counts_apply();
+CREATE TRIGGER chat_counts_upd AFTER UPDATE ON chat_messages
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION chat_counts_apply();
+CREATE TRIGGER chat_counts_del AFTER DELETE ON chat_messages
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION chat_counts_apply();
+
+-- Unread messages of user_id in a mentorship: messages of others, not deleted, newer than the
+-- receipt (read_at; NULL without one).
+CREATE FUNCTION chat_unread(mentorship uuid, user_id text, read_at timestamptz) RETURNS bigint
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN CASE WHEN read_at IS NULL THEN
+        (SELECT COALESCE(sum(k.n), 0)::bigint FROM chat_counts k
+         WHERE k.mentorship_id = mentorship AND k.sender_id <> user_id)
+    ELSE
+        (SELECT count(*) FROM chat_messages c WHERE c.mentorship_id = mentorship
+         AND c.deleted_at IS NULL AND c.sender_id <> user_id AND c.created_at > read_at)
+    END;
 
 -- A receipt keeps the createdAt of the message it names, so unread counts are one range scan
 -- of chat_messages_live_idx and a later deletion of that message changes nothing.

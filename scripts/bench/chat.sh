@@ -60,7 +60,8 @@ function request()
     if kind == "search" then return wrk.format("GET", p .. "?q=reunion") end
     if kind == "post" then
         n = n + 1
-        return wrk.format("POST", p, {["Content-Type"] = "application/json"},
+        return wrk.format("POST", p, {["Content-Type"] = "application/json",
+            ["Cookie"] = "$COOKIE", ["X-Organization-Id"] = "$ORG"},
             '{"body":"Bench message ' .. n .. ': ¿nos vemos mañana para la reunión?"}')
     end
     return wrk.format("GET", p)

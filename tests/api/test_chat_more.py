@@ -175,6 +175,10 @@ def test_unread_counts_and_receipts(chat):
     assert unread(chat, "Manager") == 4
     receipt(chat, "Coach", own["id"])
     assert unread(chat, "Coach") == 0
+    # The per-sender live counts behind the counts without a receipt match the messages.
+    assert psql("SELECT sender_id, n FROM chat_counts WHERE mentorship_id = :'m' AND n > 0"
+                " ORDER BY 1", m=chat.id) == sorted([(chat.uid("Coach"), "1"),
+                                                    (chat.uid("Teacher"), "3")])
     receipt(chat, "Teacher", own["id"].upper())
     assert unread(chat, "Teacher") == 0
     # A receipt names a message of this mentorship.
