@@ -871,17 +871,13 @@ static void unread(http_req_t *req)
 /* ---- conversations ---- */
 
 /* $1 organization, $2 caller, $3 every mentorship of the organization (else the caller's
- * own), $4 whether the caller has unread counts (participants). Newest last message first. */
+ * own), $4 whether the caller has unread counts (participants). Newest last message first.
+ * Plain rows (CONV_*), written as JSON in C: building 2,000 objects with json_build_object cost
+ * more than the rest of the statement. */
 static const char SQL_CONVERSATIONS[] =
-    "SELECT COALESCE(json_agg(x.j ORDER BY x.last_at DESC, x.mid), '[]') FROM ("
-    " SELECT m.id AS mid, lm.created_at AS last_at, json_build_object("
-    "   'mentorshipId', m.id, 'mentorshipTitle', m.title, 'mentorshipStatus', m.status,"
-    "   'otherUser', json_build_object('id', ou.id, 'firstName', ou.first_name,"
-    "     'lastName', ou.last_name, 'email', ou.email, 'avatar', ou.avatar_url),"
-    "   'lastMessage', json_build_object('id', lm.id, 'body', lm.body,"
-    "     'senderId', lm.sender_id, 'createdAt', chat_iso(lm.created_at)),"
-    "   'unreadCount', CASE WHEN $4::boolean THEN chat_unread(m.id, $2, rr.last_read_at)"
-    "     ELSE 0 END) AS j"
+    "SELECT m.id, m.title, m.status, ou.id, ou.first_name, ou.last_name, ou.email,"
+    "   ou.avatar_url, lm.id, lm.body, lm.sender_id, chat_iso(lm.created_at),"
+    "   CASE WHEN $4::boolean THEN chat_unread(m.id, $2, rr.last_read_at) ELSE 0 END"
     " FROM mentorships m"
     " JOIN LATERAL (SELECT c.id, c.body, c.sender_id, c.created_at FROM chat_messages c"
     "   WHERE c.mentorship_id = m.id AND c.deleted_at IS NULL"
@@ -889,12 +885,60 @@ static const char SQL_CONVERSATIONS[] =
     " LEFT JOIN chat_read_receipts rr ON rr.mentorship_id = m.id AND rr.user_id = $2"
     " JOIN users ou ON ou.id = CASE WHEN m.teacher_id = $2 THEN m.coach_id ELSE m.teacher_id END"
     " WHERE m.organization_id = $1::uuid AND ($3::boolean OR $2 IN (m.coach_id, m.teacher_id))"
-    ") x";
+    " ORDER BY lm.created_at DESC, m.id";
+
+enum {
+    CONV_ID,
+    CONV_TITLE,
+    CONV_STATUS,
+    CONV_USER_ID,
+    CONV_USER_FIRST,
+    CONV_USER_LAST,
+    CONV_USER_EMAIL,
+    CONV_USER_AVATAR,
+    CONV_MSG_ID,
+    CONV_MSG_BODY,
+    CONV_MSG_SENDER,
+    CONV_MSG_CREATED,
+    CONV_UNREAD,
+};
+
+static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
+}
 
 static void conversations_on_rows(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
+    int n = db_nrows(r);
+    buf_t b = BUF_INIT;
+    buf_reserve(&b, 64 + (size_t)n * 600);
+    buf_puts(&b, "{\"data\":[");
+    for (int i = 0; i < n; i++) {
+        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i, CONV_ID);
+        member(&b, ",\"mentorshipTitle\":", r, i, CONV_TITLE);
+        member(&b, ",\"mentorshipStatus\":", r, i, CONV_STATUS);
+        member(&b, ",\"otherUser\":{\"id\":", r, i, CONV_USER_ID);
+        member(&b, ",\"firstName\":", r, i, CONV_USER_FIRST);
+        member(&b, ",\"lastName\":", r, i, CONV_USER_LAST);
+        member(&b, ",\"email\":", r, i, CONV_USER_EMAIL);
+        member(&b, ",\"avatar\":", r, i, CONV_USER_AVATAR);
+        member(&b, "},\"lastMessage\":{\"id\":", r, i, CONV_MSG_ID);
+        member(&b, ",\"body\":", r, i, CONV_MSG_BODY);
+        member(&b, ",\"senderId\":", r, i, CONV_MSG_SENDER);
+        member(&b, ",\"createdAt\":", r, i, CONV_MSG_CREATED);
+        buf_printf(&b, "},\"unreadCount\":%lld}", db_getll(r, i, CONV_UNREAD, 0));
+    }
+    buf_puts(&b, "]}");
+    if (!memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
+        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+        return;
+    }
+    const char *json = with_urls(req, b.data, b.len);
+    buf_free(&b);
+    http_reply_json(req, 200, json);
 }
 
 static void conversations(http_req_t *req)
