@@ -31,6 +31,7 @@
 #include "rt/mail.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
+#include "rt/storage.h"
 
 #define SHUTDOWN_GRACE_MS 9000
 
@@ -50,6 +51,7 @@ static void on_server_drained(void)
     log_info("worker %d: connections drained", (int)getpid());
     routes_shutdown();
     outbox_shutdown();
+    storage_shutdown();
     mail_shutdown();
     curlm_shutdown();
     redis_shutdown();
@@ -84,7 +86,7 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* The local storage root must exist before the health probe or uploads look at it; this runs
  * once, before the loop starts. */
-static int storage_init(void)
+static int storage_dir_create(void)
 {
     if (strcmp(cfg.storage_driver, "local") != 0) return 0;
     uv_fs_t req;
@@ -126,6 +128,7 @@ static int run_worker(int listen_fd)
     if (redis_init(loop, cfg.redis_url) != 0) return 1;
     if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
     if (outbox_init(loop) != 0) return 1;
+    if (storage_init(loop) != 0) return 1;
     routes_init(loop);
     int rc = http_server_start_fd(loop, listen_fd);
     if (rc != 0) {
@@ -270,6 +273,6 @@ int main(int argc, char **argv)
         return 1;
     }
     raise_nofile();
-    if (storage_init() != 0) return 1;
+    if (storage_dir_create() != 0) return 1;
     return supervise(cfg.workers < 1 ? 1 : cfg.workers);
 }

@@ -167,6 +167,13 @@ void http_reply_rate_limited(http_req_t *req, const char *code, const char *mess
                              int retry_after);
 void http_reply_redirect(http_req_t *req, int status, const char *location);
 
+/* Optional rewrite of JSON response bodies, set once at start: returns the body to send (body
+ * itself when unchanged, else text in req's arena) and its length in *out_len. The files area
+ * uses it to render stored avatar and logo references as fresh presigned URLs. */
+typedef const char *(*http_body_filter_fn)(http_req_t *req, const char *body, size_t len,
+                                           size_t *out_len);
+void http_set_body_filter(http_body_filter_fn fn);
+
 /* Streamed request body (routes flagged ROUTE_STREAM_BODY): the handler runs once the head is
  * parsed and the guard passed; it calls this to start receiving chunks. on_end runs after the
  * last chunk; the handler replies from there (or earlier on error). */

@@ -3,7 +3,7 @@
  *
  *   database  SELECT 1 through the pool
  *   cache     Redis PING
- *   storage   local: the storage directory is writable; s3: the bucket answers a signed HEAD
+ *   storage   local: a probe file is written and removed; s3: the bucket answers a signed HEAD
  *   mail      SMTP_URL: the SMTP server accepts a connection; none (development): .eml files
  *   video     VIDEO_APP_ID and VIDEO_APP_CERTIFICATE are present
  *   env       required variables present (only enforced when APP_ENV=production)

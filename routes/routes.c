@@ -23,6 +23,8 @@ void routes_init(uv_loop_t *loop)
     routes_events_register();
     routes_mentorships_register();
     routes_sessions_register();
+    routes_files_register();
+    routes_chat_register();
     sweeper_init(loop);
     janitor_init(loop);
 }

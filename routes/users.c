@@ -35,6 +35,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/files.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
 #include "rt/outbox.h"
@@ -239,6 +240,9 @@ typedef struct users_state {
     const char *email, *password, *first, *last, *lang;
     char hash[PASSWORD_ENCODED_MAX];
     int rc;
+    /* PATCH /api/users/:id avatar: a file id, or NULL to clear (routes/files.h) */
+    bool has_avatar;
+    const char *avatar;
 } users_state_t;
 
 static const char *const STATUSES[] = {"active", "inactive", "suspended", "archived"};
@@ -818,6 +822,12 @@ static void patch_on_updated(http_req_t *req, db_result_t *r)
     http_reply_json(req, 200, "{\"success\":true}");
 }
 
+/* The avatar is set first (its checks may refuse the request), then the other fields. */
+static void patch_on_avatar(http_req_t *req, bool ok)
+{
+    if (ok) run_update(req, req->data, patch_on_updated);
+}
+
 static void patch_on_target(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
@@ -836,6 +846,10 @@ static void patch_on_target(http_req_t *req, db_result_t *r)
     verr_t v = {0};
     normalize_phone(req, &v, st, st->t.country);
     if (verr_reply(req, &v)) return;
+    if (st->has_avatar) {
+        files_ref_set(req, FILES_REF_AVATAR, st->t.id, st->avatar, patch_on_avatar);
+        return;
+    }
     run_update(req, st, patch_on_updated);
 }
 
@@ -852,6 +866,11 @@ static void patch_user(http_req_t *req)
     parse_phone(req, body, &v, st);
     parse_birth_date(req, body, &v, st);
     parse_status(req, body, &v, st);
+    st->has_avatar = json_has(body, "avatar");
+    if (st->has_avatar) {
+        st->avatar = field_str(req, body, "avatar", &v, false, 1, 64, true);
+        if (st->avatar && !ids_is_uuid(st->avatar)) verr_add(&v, "avatar", "must be a file id");
+    }
     if (verr_reply(req, &v)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_TARGET, 2, params, patch_on_target);

@@ -53,6 +53,36 @@ void events_publish(const char *organization_id, const char *mentorship_id, cons
     buf_free(&msg);
 }
 
+void events_publish_to(const char *mentorship_id, const char *const *user_ids, size_t n,
+                       const char *event, const char *data_json)
+{
+    char id[48];
+    events_make_id(id);
+    buf_t msg = BUF_INIT;
+    buf_puts(&msg, "{\"id\":");
+    buf_json_str(&msg, id);
+    buf_puts(&msg, ",\"event\":");
+    buf_json_str(&msg, event);
+    buf_puts(&msg, ",\"data\":");
+    buf_puts(&msg, data_json);
+    buf_putc(&msg, '}');
+    char chan[96];
+    if (mentorship_id) {
+        snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);
+        redis_publish(chan, msg.data, msg.len);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!user_ids[i] || !user_ids[i][0]) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = user_ids[j] && strcmp(user_ids[j], user_ids[i]) == 0;
+        if (seen) continue;
+        snprintf(chan, sizeof(chan), "user:%s", user_ids[i]);
+        redis_publish(chan, msg.data, msg.len);
+    }
+    buf_free(&msg);
+}
+
 void events_control(const char *user_id, const char *json)
 {
     char chan[96];

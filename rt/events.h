@@ -19,6 +19,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Publishes `event` with `data_json` (a JSON value) on the mentorship's channel and, when
  * to_users is set, on the coach's and teacher's user channels (ids may be NULL to skip).
@@ -27,6 +28,11 @@
  * not filtered. */
 void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id, const char *teacher_id,
                     const char *event, const char *data_json, bool to_users);
+/* Publishes `event` once (one event id) on the mentorship's channel (when mentorship_id is not
+ * NULL) and on the user channel of each of user_ids[0..n); NULL, empty and repeated ids are
+ * skipped. */
+void events_publish_to(const char *mentorship_id, const char *const *user_ids, size_t n,
+                       const char *event, const char *data_json);
 /* Stream control message for one user (see above). */
 void events_control(const char *user_id, const char *json);
 /* Ends the open streams of every session of the user except keep_session_id (NULL: all). */

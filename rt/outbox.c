@@ -15,6 +15,9 @@
  * batches fail, the retry keeps just the tokens of the failed batches, so devices that got the
  * notification do not get it twice. Tokens reported DeviceNotRegistered are deleted from
  * push_tokens (a table of a later migration: undefined_table is ignored).
+ *
+ * Rows of kind 'storage_delete' ({"key": "..."}) delete a stored object whose last reference a
+ * committed transaction removed (rt/storage.h); a missing object counts as deleted.
  */
 #include "rt/outbox.h"
 
@@ -28,6 +31,7 @@
 #include "db/db.h"
 #include "rt/mail.h"
 #include "rt/push.h"
+#include "rt/storage.h"
 
 #define OUTBOX_TICK_MS 1000
 #define OUTBOX_CLAIM_MAX 50
@@ -58,7 +62,7 @@ static const char SQL_DEAD[] = "UPDATE outbox SET attempts = GREATEST(attempts, 
     STRIP_BODY("true") " WHERE id = $1";
 static const char SQL_DELETE_TOKEN[] = "DELETE FROM push_tokens WHERE token = $1";
 
-enum { JOB_MAIL, JOB_PUSH };
+enum { JOB_MAIL, JOB_PUSH, JOB_STORAGE_DELETE };
 
 typedef struct ob_job {
     char id[24];
@@ -98,6 +102,7 @@ static void job_free(ob_job_t *j);
 static void job_finish(ob_job_t *j, const char *error, bool permanent);
 static void on_updated(db_result_t *r, void *data);
 static void on_mail_done(const char *error, void *data);
+static void on_storage_deleted(int rc, void *data);
 static void push_start(ob_job_t *j);
 static void on_push_done(const push_result_t *r, void *data);
 static void on_token_deleted(db_result_t *r, void *data);
@@ -195,7 +200,9 @@ static void on_claimed(db_result_t *r, void *data)
 
         snprintf(j->id, sizeof(j->id), "%s", db_get(r, i, 0) ? db_get(r, i, 0) : "0");
         j->attempts = (int)db_getll(r, i, 3, 1);
-        j->kind = kind && strcmp(kind, "push") == 0 ? JOB_PUSH : JOB_MAIL;
+        j->kind = kind && strcmp(kind, "push") == 0             ? JOB_PUSH
+                  : kind && strcmp(kind, "storage_delete") == 0 ? JOB_STORAGE_DELETE
+                                                                : JOB_MAIL;
         j->payload = payload ? json_loads(payload, 0, &jerr) : NULL;
         O.in_flight++;
         job_start(j);
@@ -224,6 +231,15 @@ static void job_start(ob_job_t *j)
         job_finish(j, "payload is not a JSON object", true);
         return;
     }
+    if (j->kind == JOB_STORAGE_DELETE) {
+        const char *key = str_field(j->payload, "key");
+        if (!key || !storage_key_valid(key)) {
+            job_finish(j, "storage_delete payload needs a valid key", true);
+            return;
+        }
+        storage_delete(key, on_storage_deleted, j);
+        return;
+    }
     if (j->kind == JOB_MAIL) {
         mail_envelope_t m;
 
@@ -239,6 +255,15 @@ static void job_start(ob_job_t *j)
         return;
     }
     push_start(j);
+}
+
+/* A stored object whose last reference went away (rt/storage.h); a missing object is done. */
+static void on_storage_deleted(int rc, void *data)
+{
+    ob_job_t *j = data;
+
+    if (rc != 0) log_warn("outbox: storage delete %s (attempt %d) failed", j->id, j->attempts);
+    job_finish(j, rc != 0 ? "storage delete failed" : NULL, false);
 }
 
 static void on_mail_done(const char *error, void *data)

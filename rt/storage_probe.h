@@ -1,5 +1,6 @@
-/* Health probe of the configured storage: the local directory is writable, or the S3 bucket
- * answers a presigned HEAD (bucket-level, empty key). cb(ok) fires once, from the loop. */
+/* Health probe of the configured storage: the local driver writes and removes a probe file
+ * under STORAGE_DIR; the s3 driver HEADs the bucket with a header-signed request. cb(ok) fires
+ * once, from the loop. */
 #pragma once
 #include <stdbool.h>
 

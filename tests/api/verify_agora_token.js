@@ -3,7 +3,7 @@
 // and prints what it finds as JSON:
 //   node verify_agora_token.js <token> <appCertificate>
 //   -> {"parsed", "signatureValid", "signatureValidWithWrongCert", "appId", "issueTs", "expire",
-//       "salt", "services": [{"type", "privileges": {key: seconds}, "channel", "uid"}]}
+//       "salt", "services": [{"type", "privileges": {key: seconds}, "channel", "uid", "userId"}]}
 'use strict'
 const { AccessToken2 } = require('agora-token/src/AccessToken2')
 
@@ -25,7 +25,8 @@ if (parsed) {
     type: s.service_type(),
     privileges: s.__privileges,
     channel: s.__channel_name !== undefined ? Buffer.from(s.__channel_name).toString() : undefined,
-    uid: s.__uid !== undefined ? Buffer.from(s.__uid).toString() : undefined
+    uid: s.__uid !== undefined ? Buffer.from(s.__uid).toString() : undefined,
+    userId: s.__user_id !== undefined ? Buffer.from(s.__user_id).toString() : undefined
   }))
 }
 process.stdout.write(JSON.stringify(out) + '\n')

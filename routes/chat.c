@@ -1,0 +1,1026 @@
+/*
+ * Chat of a mentorship (INTERFACE.md "Chat", DECISIONS.md "Chat details"):
+ *
+ *   GET    /api/chat/conversations                            mentorships with a live message
+ *   POST   /api/mentorships/:id/chat/token                    AccessToken2 RTM token, 1 hour
+ *   GET    /api/mentorships/:id/chat/messages                 history (keyset) or search (q)
+ *   POST   /api/mentorships/:id/chat/messages                 idempotent by clientMessageId
+ *   PATCH  /api/mentorships/:id/chat/messages/:msgId          sender, within 15 minutes
+ *   DELETE /api/mentorships/:id/chat/messages/:msgId          sender, or an administrator
+ *   POST   /api/mentorships/:id/chat/messages/:msgId/reactions
+ *   DELETE /api/mentorships/:id/chat/messages/:msgId/reactions/:emoji
+ *   PATCH  /api/mentorships/:id/chat/read-receipt
+ *   GET    /api/mentorships/:id/chat/unread
+ *
+ * Who: the mentorship's coach and teacher and the organization's Managers and
+ * OrganizationAdmins (with an active membership, which the caller context guarantees) are the
+ * participants; PlatformAdmin and Owner read (history, search, token) and delete, but do not
+ * post, react or keep receipts. A mentorship of another organization answers 403.
+ *
+ * Every request first reads the mentorship (and what else it needs) in one statement, decides
+ * in C, then writes in one atomic statement whose WHERE repeats the conditions that a
+ * concurrent request could change (a message deleted meanwhile matches nothing). Messages are
+ * rendered by PostgreSQL (chat_message_json, migration 0010) in the same statement as the page
+ * or the write. Events go out after the write committed, on the mentorship's channel and the
+ * user channels of the coach, the teacher and the organization's Managers and
+ * OrganizationAdmins. A new message is pushed (through the outbox, in the statement that
+ * inserts it) to the coach and the teacher other than the sender.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/random.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/accesstoken2.h"
+#include "domain/ids.h"
+#include "domain/text.h"
+#include "domain/timefmt.h"
+#include "domain/validate.h"
+#include "routes/common.h"
+#include "routes/context.h"
+#include "routes/routes.h"
+#include "rt/events.h"
+#include "rt/outbox.h"
+#include "rt/storage.h"
+
+#define CHAT_TOKEN_SECONDS 3600
+#define CHAT_BODY_MAX 4000
+#define CHAT_ATTACHMENTS_MAX 5
+#define CHAT_LIMIT_DEFAULT 20
+#define CHAT_LIMIT_MAX 100
+#define CHAT_SEARCH_MAX 50
+#define CHAT_SEARCH_TERM_MAX 200
+#define CHAT_EMOJI_MAX 8
+#define CHAT_URL_SECONDS (15 * 60)
+/* How an avatar storage reference starts (rt/storage.h). */
+#define STORAGE_REF_PREFIX "storage:"
+
+static void conversations(http_req_t *req);
+static void chat_token(http_req_t *req);
+static void list_messages(http_req_t *req);
+static void post_message(http_req_t *req);
+static void edit_message(http_req_t *req);
+static void delete_message(http_req_t *req);
+static void add_reaction(http_req_t *req);
+static void remove_reaction(http_req_t *req);
+static void read_receipt(http_req_t *req);
+static void unread(http_req_t *req);
+
+/* ---- access ---- */
+
+/* Columns 0..3 of every access read: organization, coach, teacher, and the organization's
+ * active Managers and OrganizationAdmins as a comma-separated list (the event recipients). */
+#define SQL_ACCESS_COLS                                                                            \
+    "m.organization_id, m.coach_id, m.teacher_id,"                                                 \
+    " (SELECT string_agg(om.user_id, ',') FROM organization_memberships om"                        \
+    "   WHERE om.organization_id = m.organization_id AND om.membership_status = 'active'"          \
+    "   AND om.role_in_organization IN ('Manager', 'OrganizationAdmin'))"
+#define ACCESS_NCOLS 4
+
+typedef enum access_need {
+    ACCESS_READ,        /* participants, PlatformAdmin, Owner */
+    ACCESS_PARTICIPATE, /* participants only */
+} access_need_t;
+
+/* What the access read found, copied into the arena. */
+typedef struct chat_ctx {
+    const char *mentorship_id, *coach_id, *teacher_id, *admins;
+    bool participant;
+} chat_ctx_t;
+
+/* Replies 404 / 403 and returns false when the caller may not do what `need` says. */
+static bool access_or_reply(http_req_t *req, const db_result_t *r, access_need_t need,
+                            chat_ctx_t *x)
+{
+    caller_t *c = context_caller(req);
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+        return false;
+    }
+    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "The mentorship belongs to another organization");
+        return false;
+    }
+    x->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
+    x->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
+    x->admins = db_isnull(r, 0, 3) ? "" : arena_strdup(&req->arena, db_get(r, 0, 3));
+    x->participant = strcmp(x->coach_id, c->user_id) == 0 ||
+                     strcmp(x->teacher_id, c->user_id) == 0 ||
+                     role_at_least(c->org_role, ROLE_MANAGER);
+    if (!x->participant && !(need == ACCESS_READ && role_is_global(c->global_role))) {
+        http_reply_error(req, 403, "FORBIDDEN",
+                         role_is_global(c->global_role)
+                             ? "PlatformAdmin and Owner read chats but do not take part in them"
+                             : "Not a participant of this mentorship's chat");
+        return false;
+    }
+    return true;
+}
+
+/* Publishes after commit on the mentorship's channel and the user channels of the coach, the
+ * teacher, the organization's administrators and the caller. */
+static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, const char *data)
+{
+    caller_t *c = context_caller(req);
+    const char *users[64];
+    size_t n = 0;
+    users[n++] = x->coach_id;
+    users[n++] = x->teacher_id;
+    users[n++] = c->user_id;
+    char *list = arena_strdup(&req->arena, x->admins ? x->admins : "");
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == sizeof(users) / sizeof(users[0])) {
+            events_publish_to(NULL, users, n, event, data);
+            n = 0;
+        }
+        users[n++] = t;
+    }
+    events_publish_to(x->mentorship_id, users, n, event, data);
+}
+
+/* ---- ids and fields ---- */
+
+/* Path parameter i as a lower-case UUID, else 400. */
+static bool path_uuid_or_reply(http_req_t *req, int i, const char *what, const char **out)
+{
+    const char *s = http_req_param(req, i);
+    if (!s || !ids_is_uuid(s)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         arena_printf(&req->arena, "The %s id must be a UUID", what));
+        return false;
+    }
+    *out = lower_ascii(req, s);
+    return true;
+}
+
+static bool is_uuid_v4(const char *s)
+{
+    return ids_is_uuid(s) && s[14] == '4' && strchr("89abAB", s[19]) != NULL;
+}
+
+/* An optional UUID field (lower-cased); NULL when absent or invalid (failure recorded). */
+static const char *field_uuid(http_req_t *req, json_t *body, const char *key, verr_t *v, bool v4)
+{
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, false, 1, 64, false);
+    if (!s || v->n != before) return NULL;
+    if (v4 ? !is_uuid_v4(s) : !ids_is_uuid(s)) {
+        verr_add(v, key, v4 ? "must be a UUID v4" : "must be a UUID");
+        return NULL;
+    }
+    return lower_ascii(req, s);
+}
+
+/* attachmentIds: absent, null or an array of at most 5 distinct UUIDs. Returns a PostgreSQL
+ * array literal ("{}" when none) and the count. */
+static const char *field_attachments(http_req_t *req, json_t *body, verr_t *v, int *count)
+{
+    json_t *a = json_object_get(body, "attachmentIds");
+    *count = 0;
+    if (!a || json_is_null(a)) return "{}";
+    if (!json_is_array(a)) {
+        verr_add(v, "attachmentIds", "must be an array of file ids");
+        return NULL;
+    }
+    size_t n = json_array_size(a);
+    if (n > CHAT_ATTACHMENTS_MAX) {
+        verr_add(v, "attachmentIds", "must hold at most 5 file ids");
+        return NULL;
+    }
+    buf_t b = BUF_INIT;
+    buf_putc(&b, '{');
+    const char *ids[CHAT_ATTACHMENTS_MAX];
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(a, i);
+        if (!json_is_string(e) || !ids_is_uuid(json_string_value(e))) {
+            verr_add(v, "attachmentIds", "must be an array of file ids (UUIDs)");
+            buf_free(&b);
+            return NULL;
+        }
+        ids[i] = lower_ascii(req, json_string_value(e));
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ids[j], ids[i]) == 0) {
+                verr_add(v, "attachmentIds", "must not repeat a file id");
+                buf_free(&b);
+                return NULL;
+            }
+        if (i) buf_putc(&b, ',');
+        buf_puts(&b, ids[i]);
+    }
+    buf_putc(&b, '}');
+    *count = (int)n;
+    const char *out = arena_strndup(&req->arena, b.data, b.len);
+    buf_free(&b);
+    return out;
+}
+
+/* A reaction emoji: 1..8 code points of valid UTF-8, no white space or control characters. */
+static bool emoji_ok(const char *s, size_t n)
+{
+    if (n == 0 || memchr(s, '\0', n) || !text_utf8_valid(s, n) || text_has_control(s, n))
+        return false;
+    size_t off, len;
+    text_trim(s, n, &off, &len);
+    if (off != 0 || len != n) return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == ' ') return false;
+    size_t cp = text_cp_count(s, n);
+    return cp >= 1 && cp <= CHAT_EMOJI_MAX;
+}
+
+/* ---- attachment urls ---- */
+
+/* A presigned GET url (15 minutes) for a stored object, or NULL when storage cannot sign. */
+static char *presign_url(http_req_t *req, const char *key, const char *filename,
+                         const char *mime_type)
+{
+    if (!key || !filename || !mime_type) return NULL;
+    return storage_presign_get(&req->arena, key, filename, mime_type, CHAT_URL_SECONDS);
+}
+
+/* An avatar that is an uploaded image holds a storage reference (rt/storage.h); it is shown
+ * as a fresh presigned url, here too, so that events carry urls as the answers do. */
+static json_t *avatar_url(http_req_t *req, const char *ref)
+{
+    char *url = storage_ref_render(&req->arena, ref, strlen(ref), CHAT_URL_SECONDS);
+    return url ? json_string(url) : json_string(ref);
+}
+
+/* Replaces every "_key" member (the storage key, chat_attachments_json) by "url", and avatar
+ * storage references by urls. */
+static void urls_walk(http_req_t *req, json_t *j)
+{
+    if (json_is_array(j)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(j, i, e) urls_walk(req, e);
+        return;
+    }
+    if (!json_is_object(j)) return;
+    json_t *key = json_object_get(j, "_key");
+    if (key) {
+        const char *k = json_string_value(key);
+        char *url = presign_url(req, k, json_string_value(json_object_get(j, "filename")),
+                                json_string_value(json_object_get(j, "mimeType")));
+        json_object_set_new(j, "url", url ? json_string(url) : json_null());
+        json_object_del(j, "_key");
+        return;
+    }
+    const char *avatar = json_string_value(json_object_get(j, "avatar"));
+    if (avatar && strncmp(avatar, STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX)) == 0)
+        json_object_set_new(j, "avatar", avatar_url(req, avatar));
+    const char *name;
+    json_t *v;
+    json_object_foreach(j, name, v) urls_walk(req, v);
+}
+
+/* The JSON text with attachment and avatar urls filled in (arena); the text itself when it
+ * has none. */
+static const char *with_urls(http_req_t *req, const char *json, size_t len)
+{
+    if (!json) return NULL;
+    if (!memmem(json, len, "\"_key\"", 6) &&
+        !memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1))
+        return arena_strndup(&req->arena, json, len);
+    json_error_t err;
+    json_t *j = json_loadb(json, len, 0, &err);
+    if (!j) {
+        log_error("req %s: chat JSON could not be parsed: %s", req->id, err.text);
+        return arena_strndup(&req->arena, json, len);
+    }
+    urls_walk(req, j);
+    char *text = json_dumps(j, JSON_COMPACT);
+    const char *out = arena_strdup(&req->arena, text);
+    free(text);
+    json_decref(j);
+    return out;
+}
+
+static void reply_data(http_req_t *req, int status, const char *obj)
+{
+    http_reply_json(req, status, arena_printf(&req->arena, "{\"data\":%s}", obj));
+}
+
+/* ---- history and search ---- */
+
+/* $1 mentorship, $2 before (or NULL), $3 limit. Columns: access, has more, nextCursor, page. */
+static const char SQL_HISTORY[] =
+    "WITH page AS (SELECT c AS msg, c.created_at FROM chat_messages c"
+    "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL"
+    "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
+    "   ORDER BY c.created_at DESC LIMIT $3::int + 1),"
+    " shown AS (SELECT * FROM page ORDER BY created_at DESC LIMIT $3::int)"
+    " SELECT " SQL_ACCESS_COLS ","
+    "   (SELECT count(*) FROM page) > $3::int,"
+    "   (SELECT chat_iso(min(created_at)) FROM shown),"
+    "   (SELECT COALESCE(json_agg(chat_message_json(msg) ORDER BY created_at DESC), '[]')"
+    "    FROM shown)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
+
+/* $1 mentorship, $2 before (or NULL), $3 limit, $4 the search term. */
+static const char SQL_SEARCH[] =
+    "WITH q AS MATERIALIZED (SELECT chat_search_query($4) AS tq),"
+    " shown AS (SELECT c AS msg, c.created_at FROM chat_messages c, q"
+    "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL AND c.search_tsv @@ q.tq"
+    "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
+    "   ORDER BY c.created_at DESC LIMIT $3::int)"
+    " SELECT " SQL_ACCESS_COLS ", false, NULL,"
+    "   (SELECT COALESCE(json_agg(chat_message_json(msg) ORDER BY created_at DESC), '[]')"
+    "    FROM shown)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
+
+static void history_on_page(http_req_t *req, db_result_t *r)
+{
+    chat_ctx_t x = {0};
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
+    const int col = ACCESS_NCOLS;
+    bool more = db_get(r, 0, col)[0] == 't';
+    const char *page = with_urls(req, db_get(r, 0, col + 2), db_getlen(r, 0, col + 2));
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":");
+    buf_puts(&b, page);
+    buf_puts(&b, ",\"meta\":{\"nextCursor\":");
+    if (db_isnull(r, 0, col + 1))
+        buf_puts(&b, "null");
+    else
+        buf_json_str(&b, db_get(r, 0, col + 1));
+    buf_puts(&b, more ? ",\"hasMore\":true}}" : ",\"hasMore\":false}}");
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void list_messages(http_req_t *req)
+{
+    const char *mid;
+    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    verr_t v = {0};
+    const char *q = http_req_query(req, "q");
+    const char *ls = http_req_query(req, "limit");
+    const char *before = http_req_query(req, "before");
+    const char *term = NULL;
+    if (q) {
+        size_t n = strlen(q), off, len;
+        if (!text_utf8_valid(q, n)) {
+            verr_add(&v, "q", "must be valid UTF-8 text");
+        } else {
+            text_trim(q, n, &off, &len);
+            if (text_cp_count(q + off, len) > CHAT_SEARCH_TERM_MAX)
+                verr_add(&v, "q", "must be at most 200 characters");
+            else if (len > 0)
+                term = arena_strndup(&req->arena, q + off, len);
+        }
+    }
+    int limit = term ? CHAT_SEARCH_MAX : CHAT_LIMIT_DEFAULT;
+    if (ls && validate_int(ls, 1, CHAT_LIMIT_MAX, &limit) != 0)
+        verr_add(&v, "limit", "must be an integer from 1 to 100");
+    int64_t ms;
+    if (before && timefmt_parse(before, &ms) != 0)
+        verr_add(&v, "before", "must be an ISO 8601 date-time (a nextCursor)");
+    if (verr_reply(req, &v)) return;
+    if (term && limit > CHAT_SEARCH_MAX) limit = CHAT_SEARCH_MAX;
+    const char *lim = arena_printf(&req->arena, "%d", limit);
+    if (term) {
+        const char *params[] = {mid, before, lim, term};
+        db_req_query(req, SQL_SEARCH, 4, params, history_on_page);
+    } else {
+        const char *params[] = {mid, before, lim};
+        db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
+    }
+}
+
+/* ---- post ---- */
+
+typedef struct post_state {
+    chat_ctx_t x;
+    char id[IDS_UUID_LEN + 1];
+    const char *body, *client_id, *reply_to, *attachments;
+    int nattachments;
+} post_state_t;
+
+/* $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId, $5 attachment ids.
+ * Columns after the access ones: reply target in this mentorship (NULL: no such message),
+ * attachment files found, of those uploaded by the caller, the existing message of this
+ * clientMessageId. */
+static const char SQL_POST_LOAD[] =
+    "SELECT " SQL_ACCESS_COLS ","
+    "   (SELECT c.mentorship_id = m.id FROM chat_messages c WHERE c.id = $4::uuid),"
+    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[])),"
+    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[]) AND f.uploader_id = $2),"
+    "   (SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = m.id"
+    "     AND c.sender_id = $2 AND c.client_message_id = $3::uuid)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
+
+/* $1 id, $2 mentorship, $3 sender, $4 body, $5 clientMessageId, $6 replyTo, $7 attachment ids,
+ * $8 push title (the sender's display name). One row (the new message, the push rows queued)
+ * or none when a message with this clientMessageId already exists. */
+static const char SQL_POST_INSERT[] =
+    "WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)"
+    "   VALUES ($2::uuid, clock_timestamp()) ON CONFLICT (mentorship_id) DO UPDATE"
+    "   SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')"
+    "   RETURNING last_at),"
+    " ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,"
+    "   reply_to_message_id, created_at)"
+    "   SELECT $1::uuid, $2::uuid, $3, $4, $5::uuid, $6::uuid, clk.last_at FROM clk"
+    "   ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING RETURNING *),"
+    " att AS (INSERT INTO chat_message_attachments (id, message_id, file_id, position)"
+    "   SELECT gen_random_uuid(), ins.id, a.fid, a.ord FROM ins,"
+    "     unnest($7::uuid[]) WITH ORDINALITY a(fid, ord) RETURNING *),"
+    " push AS (INSERT INTO outbox (kind, payload)"
+    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
+    "     'title', $8::text, 'body', left(ins.body, 200), 'data', jsonb_build_object("
+    "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
+    "   FROM ins JOIN mentorships m ON m.id = ins.mentorship_id"
+    "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
+    "     AND pt.user_id <> ins.sender_id"
+    "   GROUP BY ins.id, ins.body, ins.mentorship_id, pt.user_id RETURNING 1)"
+    " SELECT chat_message_obj(ins::chat_messages, (SELECT COALESCE(json_agg(json_build_object("
+    "     'id', a.id, 'fileId', a.file_id, 'filename', f.filename, 'mimeType', f.mime_type,"
+    "     'sizeBytes', f.size_bytes, '_key', f.storage_key) ORDER BY a.position), '[]')"
+    "     FROM att a LEFT JOIN files f ON f.id = a.file_id), '[]'::json),"
+    "   (SELECT count(*) FROM push)"
+    " FROM ins";
+
+static const char SQL_POST_EXISTING[] =
+    "SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = $1::uuid"
+    " AND c.sender_id = $2 AND c.client_message_id = $3::uuid";
+
+static void post_on_existing(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        /* The message that won the race was rolled back after all: the client may retry. */
+        http_reply_error(req, 409, "CONFLICT", "A message with this clientMessageId is in flight");
+        return;
+    }
+    reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
+}
+
+static void post_on_inserted(http_req_t *req, db_result_t *r)
+{
+    post_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        /* Another request with the same clientMessageId committed first. */
+        const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id};
+        db_req_query(req, SQL_POST_EXISTING, 3, params, post_on_existing);
+        return;
+    }
+    const char *msg = with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0));
+    if (db_getll(r, 0, 1, 0) > 0) outbox_kick();
+    publish(req, &st->x, "chat-message", msg);
+    reply_data(req, 201, msg);
+}
+
+static void post_on_loaded(http_req_t *req, db_result_t *r)
+{
+    post_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &st->x)) return;
+    const int col = ACCESS_NCOLS;
+    if (!db_isnull(r, 0, col + 3)) {
+        reply_data(req, 200, with_urls(req, db_get(r, 0, col + 3), db_getlen(r, 0, col + 3)));
+        return;
+    }
+    if (st->reply_to && (db_isnull(r, 0, col) || db_get(r, 0, col)[0] != 't')) {
+        http_reply_error(req, 422, "UNPROCESSABLE",
+                         "replyToMessageId is not a message of this mentorship");
+        return;
+    }
+    if (db_getll(r, 0, col + 1, 0) < st->nattachments) {
+        http_reply_error(req, 404, "NOT_FOUND", "An attached file does not exist");
+        return;
+    }
+    if (db_getll(r, 0, col + 2, 0) < st->nattachments) {
+        http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
+        return;
+    }
+    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
+                            st->client_id, st->reply_to,        st->attachments, c->display_name};
+    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+}
+
+static void post_message(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    post_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    st->body = field_str(req, body, "body", &v, true, 1, CHAT_BODY_MAX, true);
+    st->client_id = field_uuid(req, body, "clientMessageId", &v, true);
+    st->reply_to = field_uuid(req, body, "replyToMessageId", &v, false);
+    st->attachments = field_attachments(req, body, &v, &st->nattachments);
+    if (verr_reply(req, &v)) return;
+    new_uuid(st->id);
+    req->data = st;
+    const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
+                            st->attachments};
+    db_req_query(req, SQL_POST_LOAD, 5, params, post_on_loaded);
+}
+
+/* ---- one message: edit, delete, reactions ---- */
+
+/* $1 mentorship, $2 message. Columns after the access ones (NULL when the message is not one
+ * of this mentorship): sender, deleted, within the edit window. */
+static const char SQL_MSG_LOAD[] =
+    "SELECT " SQL_ACCESS_COLS ", c.sender_id, c.deleted_at IS NOT NULL,"
+    "   c.created_at > now() - interval '15 minutes'"
+    " FROM mentorships m LEFT JOIN chat_messages c ON c.id = $2::uuid AND c.mentorship_id = m.id"
+    " WHERE m.id = $1::uuid";
+
+typedef enum msg_op { OP_EDIT, OP_DELETE, OP_REACT, OP_UNREACT } msg_op_t;
+
+typedef struct msg_state {
+    chat_ctx_t x;
+    msg_op_t op;
+    const char *msg_id;
+    const char *body;  /* edit */
+    const char *emoji; /* reactions */
+} msg_state_t;
+
+/* $1 mentorship, $2 message, $3 body, $4 sender. */
+static const char SQL_EDIT[] =
+    "WITH u AS (UPDATE chat_messages SET body = $3, edited_at = now()"
+    "   WHERE id = $2::uuid AND mentorship_id = $1::uuid AND deleted_at IS NULL"
+    "   AND sender_id = $4 AND created_at > now() - interval '15 minutes' RETURNING *)"
+    " SELECT chat_message_json(u::chat_messages) FROM u";
+
+/* $1 mentorship, $2 message, $3 caller. */
+static const char SQL_DELETE[] =
+    "UPDATE chat_messages SET deleted_at = now(), deleted_by = $3"
+    " WHERE id = $2::uuid AND mentorship_id = $1::uuid AND deleted_at IS NULL RETURNING id";
+
+/* $1 message, $2 emoji, $3 caller. Column 0: whether the reaction is new; 1: whether the
+ * message is still live. */
+static const char SQL_REACT[] =
+    "WITH live AS (SELECT id FROM chat_messages WHERE id = $1::uuid AND deleted_at IS NULL),"
+    " ins AS (INSERT INTO chat_reactions (message_id, emoji, user_id)"
+    "   SELECT id, $2, $3 FROM live ON CONFLICT DO NOTHING RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM ins), EXISTS (SELECT 1 FROM live)";
+
+static const char SQL_UNREACT[] =
+    "WITH live AS (SELECT id FROM chat_messages WHERE id = $1::uuid AND deleted_at IS NULL),"
+    " del AS (DELETE FROM chat_reactions WHERE message_id IN (SELECT id FROM live)"
+    "   AND emoji = $2 AND user_id = $3 RETURNING 1)"
+    " SELECT EXISTS (SELECT 1 FROM del), EXISTS (SELECT 1 FROM live)";
+
+static const char SQL_REACTIONS[] = "SELECT chat_reactions_json($1::uuid)";
+
+static void msg_not_found(http_req_t *req)
+{
+    http_reply_error(req, 404, "NOT_FOUND", "Message not found");
+}
+
+static void edit_on_updated(http_req_t *req, db_result_t *r)
+{
+    msg_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        msg_not_found(req);
+        return;
+    }
+    const char *msg = with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0));
+    publish(req, &st->x, "chat-message-updated", msg);
+    reply_data(req, 200, msg);
+}
+
+static void delete_on_done(http_req_t *req, db_result_t *r)
+{
+    msg_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        msg_not_found(req);
+        return;
+    }
+    buf_t d = BUF_INIT;
+    buf_puts(&d, "{\"id\":");
+    buf_json_str(&d, st->msg_id);
+    buf_puts(&d, ",\"mentorshipId\":");
+    buf_json_str(&d, st->x.mentorship_id);
+    buf_putc(&d, '}');
+    publish(req, &st->x, "chat-message-deleted", d.data);
+    buf_free(&d);
+    http_reply_empty(req, 204);
+}
+
+typedef struct react_state {
+    msg_state_t m;
+    bool changed;
+} react_state_t;
+
+static void react_on_reactions(http_req_t *req, db_result_t *r)
+{
+    react_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    const char *reactions = db_get(r, 0, 0);
+    buf_t d = BUF_INIT;
+    buf_puts(&d, "{\"messageId\":");
+    buf_json_str(&d, st->m.msg_id);
+    if (st->changed) {
+        buf_puts(&d, ",\"userId\":");
+        buf_json_str(&d, c->user_id);
+        buf_puts(&d, ",\"emoji\":");
+        buf_json_str(&d, st->m.emoji);
+        buf_puts(&d, ",\"reactions\":");
+        buf_puts(&d, reactions);
+        buf_putc(&d, '}');
+        publish(req, &st->m.x,
+                st->m.op == OP_REACT ? "chat-reaction-added" : "chat-reaction-removed", d.data);
+        buf_free(&d);
+        buf_puts(&d, "{\"messageId\":");
+        buf_json_str(&d, st->m.msg_id);
+    }
+    buf_puts(&d, ",\"reactions\":");
+    buf_puts(&d, reactions);
+    buf_putc(&d, '}');
+    reply_data(req, 200, arena_strndup(&req->arena, d.data, d.len));
+    buf_free(&d);
+}
+
+static void react_on_written(http_req_t *req, db_result_t *r)
+{
+    react_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (db_get(r, 0, 1)[0] != 't') {
+        msg_not_found(req);
+        return;
+    }
+    st->changed = db_get(r, 0, 0)[0] == 't';
+    const char *params[] = {st->m.msg_id};
+    db_req_query(req, SQL_REACTIONS, 1, params, react_on_reactions);
+}
+
+static void msg_on_loaded(http_req_t *req, db_result_t *r)
+{
+    msg_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    access_need_t need = st->op == OP_DELETE ? ACCESS_READ : ACCESS_PARTICIPATE;
+    if (!access_or_reply(req, r, need, &st->x)) return;
+    const int col = ACCESS_NCOLS;
+    if (db_isnull(r, 0, col) || db_get(r, 0, col + 1)[0] == 't') {
+        msg_not_found(req);
+        return;
+    }
+    bool own = strcmp(db_get(r, 0, col), c->user_id) == 0;
+    switch (st->op) {
+    case OP_EDIT: {
+        if (!own) {
+            http_reply_error(req, 403, "FORBIDDEN", "Only the sender may edit a message");
+            return;
+        }
+        if (db_get(r, 0, col + 2)[0] != 't') {
+            http_reply_error(req, 422, "EDIT_WINDOW_EXPIRED",
+                             "A message can be edited for 15 minutes after it was sent");
+            return;
+        }
+        const char *params[] = {st->x.mentorship_id, st->msg_id, st->body, c->user_id};
+        db_req_query(req, SQL_EDIT, 4, params, edit_on_updated);
+        return;
+    }
+    case OP_DELETE: {
+        /* The sender, the organization's Managers and OrganizationAdmins, PlatformAdmin, Owner. */
+        if (!own && !role_at_least(c->org_role, ROLE_MANAGER) && !role_is_global(c->global_role)) {
+            http_reply_error(req, 403, "FORBIDDEN",
+                             "Only the sender or an administrator may delete a message");
+            return;
+        }
+        const char *params[] = {st->x.mentorship_id, st->msg_id, c->user_id};
+        db_req_query(req, SQL_DELETE, 3, params, delete_on_done);
+        return;
+    }
+    case OP_REACT:
+    case OP_UNREACT: {
+        const char *params[] = {st->msg_id, st->emoji, c->user_id};
+        db_req_query(req, st->op == OP_REACT ? SQL_REACT : SQL_UNREACT, 3, params,
+                     react_on_written);
+        return;
+    }
+    }
+}
+
+/* Parses the two path ids into a fresh state of `size` bytes and loads the message. */
+static msg_state_t *msg_begin(http_req_t *req, msg_op_t op, size_t size)
+{
+    msg_state_t *st = arena_calloc(&req->arena, size);
+    st->op = op;
+    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return NULL;
+    if (!path_uuid_or_reply(req, 1, "message", &st->msg_id)) return NULL;
+    return st;
+}
+
+static void msg_load(http_req_t *req, msg_state_t *st)
+{
+    req->data = st;
+    const char *params[] = {st->x.mentorship_id, st->msg_id};
+    db_req_query(req, SQL_MSG_LOAD, 2, params, msg_on_loaded);
+}
+
+static void edit_message(http_req_t *req)
+{
+    msg_state_t *st = msg_begin(req, OP_EDIT, sizeof(*st));
+    if (!st) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    st->body = field_str(req, body, "body", &v, true, 1, CHAT_BODY_MAX, true);
+    if (verr_reply(req, &v)) return;
+    msg_load(req, st);
+}
+
+static void delete_message(http_req_t *req)
+{
+    msg_state_t *st = msg_begin(req, OP_DELETE, sizeof(*st));
+    if (!st) return;
+    msg_load(req, st);
+}
+
+static void add_reaction(http_req_t *req)
+{
+    msg_state_t *st = msg_begin(req, OP_REACT, sizeof(react_state_t));
+    if (!st) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    json_t *e = json_object_get(body, "emoji");
+    if (!e || json_is_null(e))
+        verr_add(&v, "emoji", "is required");
+    else if (!json_is_string(e) || !emoji_ok(json_string_value(e), json_string_length(e)))
+        verr_add(&v, "emoji", "must be 1 to 8 characters without spaces");
+    else
+        st->emoji = arena_strdup(&req->arena, json_string_value(e));
+    if (verr_reply(req, &v)) return;
+    msg_load(req, st);
+}
+
+static void remove_reaction(http_req_t *req)
+{
+    msg_state_t *st = msg_begin(req, OP_UNREACT, sizeof(react_state_t));
+    if (!st) return;
+    const char *e = http_req_param(req, 2);
+    if (!e || !emoji_ok(e, strlen(e))) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         "The emoji must be 1 to 8 characters without spaces");
+        return;
+    }
+    st->emoji = e;
+    msg_load(req, st);
+}
+
+/* ---- read receipts and unread counts ---- */
+
+/* $1 mentorship, $2 message, $3 caller. Columns after the access ones: whether the message is
+ * one of this mentorship's. The receipt moves only forward. */
+static const char SQL_RECEIPT_LOAD[] =
+    "SELECT " SQL_ACCESS_COLS ","
+    "   EXISTS (SELECT 1 FROM chat_messages c WHERE c.id = $2::uuid AND c.mentorship_id = m.id)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
+
+static const char SQL_RECEIPT[] =
+    "INSERT INTO chat_read_receipts AS r (mentorship_id, user_id, last_read_message_id,"
+    "   last_read_at)"
+    " SELECT c.mentorship_id, $3, c.id, c.created_at FROM chat_messages c"
+    "   WHERE c.id = $2::uuid AND c.mentorship_id = $1::uuid"
+    " ON CONFLICT (mentorship_id, user_id) DO UPDATE SET"
+    "   last_read_message_id = EXCLUDED.last_read_message_id,"
+    "   last_read_at = EXCLUDED.last_read_at, updated_at = now()"
+    " WHERE r.last_read_at < EXCLUDED.last_read_at";
+
+typedef struct receipt_state {
+    chat_ctx_t x;
+    const char *msg_id;
+} receipt_state_t;
+
+static void receipt_on_done(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    http_reply_empty(req, 204);
+}
+
+static void receipt_on_loaded(http_req_t *req, db_result_t *r)
+{
+    receipt_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &st->x)) return;
+    if (db_get(r, 0, ACCESS_NCOLS)[0] != 't') {
+        msg_not_found(req);
+        return;
+    }
+    const char *params[] = {st->x.mentorship_id, st->msg_id, c->user_id};
+    db_req_query(req, SQL_RECEIPT, 3, params, receipt_on_done);
+}
+
+static void read_receipt(http_req_t *req)
+{
+    receipt_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    json_t *j = json_object_get(body, "lastReadMessageId");
+    if (!j || json_is_null(j))
+        verr_add(&v, "lastReadMessageId", "is required");
+    else
+        st->msg_id = field_uuid(req, body, "lastReadMessageId", &v, false);
+    if (verr_reply(req, &v)) return;
+    req->data = st;
+    const char *params[] = {st->x.mentorship_id, st->msg_id};
+    db_req_query(req, SQL_RECEIPT_LOAD, 2, params, receipt_on_loaded);
+}
+
+/* Messages of others, not deleted, after the caller's receipt. $1 mentorship, $2 caller. */
+static const char SQL_UNREAD[] =
+    "SELECT " SQL_ACCESS_COLS ","
+    "   chat_unread(m.id, $2, (SELECT r.last_read_at FROM chat_read_receipts r"
+    "     WHERE r.mentorship_id = m.id AND r.user_id = $2))"
+    " FROM mentorships m WHERE m.id = $1::uuid";
+
+static void unread_on_loaded(http_req_t *req, db_result_t *r)
+{
+    chat_ctx_t x = {0};
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &x)) return;
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"mentorshipId\":");
+    buf_json_str(&b, lower_ascii(req, http_req_param(req, 0)));
+    buf_printf(&b, ",\"unreadCount\":%lld}}", db_getll(r, 0, ACCESS_NCOLS, 0));
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void unread(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    const char *mid;
+    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    const char *params[] = {mid, c->user_id};
+    db_req_query(req, SQL_UNREAD, 2, params, unread_on_loaded);
+}
+
+/* ---- conversations ---- */
+
+/* $1 organization, $2 caller, $3 every mentorship of the organization (else the caller's
+ * own), $4 whether the caller has unread counts (participants). Newest last message first.
+ * Plain rows (CONV_*), written as JSON in C: building 2,000 objects with json_build_object cost
+ * more than the rest of the statement. */
+static const char SQL_CONVERSATIONS[] =
+    "SELECT m.id, m.title, m.status, ou.id, ou.first_name, ou.last_name, ou.email,"
+    "   ou.avatar_url, lm.id, lm.body, lm.sender_id, chat_iso(lm.created_at),"
+    "   CASE WHEN $4::boolean THEN chat_unread(m.id, $2, rr.last_read_at) ELSE 0 END"
+    " FROM mentorships m"
+    " JOIN LATERAL (SELECT c.id, c.body, c.sender_id, c.created_at FROM chat_messages c"
+    "   WHERE c.mentorship_id = m.id AND c.deleted_at IS NULL"
+    "   ORDER BY c.created_at DESC LIMIT 1) lm ON true"
+    " LEFT JOIN chat_read_receipts rr ON rr.mentorship_id = m.id AND rr.user_id = $2"
+    " JOIN users ou ON ou.id = CASE WHEN m.teacher_id = $2 THEN m.coach_id ELSE m.teacher_id END"
+    " WHERE m.organization_id = $1::uuid AND ($3::boolean OR $2 IN (m.coach_id, m.teacher_id))"
+    " ORDER BY lm.created_at DESC, m.id";
+
+enum {
+    CONV_ID,
+    CONV_TITLE,
+    CONV_STATUS,
+    CONV_USER_ID,
+    CONV_USER_FIRST,
+    CONV_USER_LAST,
+    CONV_USER_EMAIL,
+    CONV_USER_AVATAR,
+    CONV_MSG_ID,
+    CONV_MSG_BODY,
+    CONV_MSG_SENDER,
+    CONV_MSG_CREATED,
+    CONV_UNREAD,
+};
+
+static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
+}
+
+static void conversations_on_rows(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    int n = db_nrows(r);
+    buf_t b = BUF_INIT;
+    buf_reserve(&b, 64 + (size_t)n * 600);
+    buf_puts(&b, "{\"data\":[");
+    for (int i = 0; i < n; i++) {
+        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i, CONV_ID);
+        member(&b, ",\"mentorshipTitle\":", r, i, CONV_TITLE);
+        member(&b, ",\"mentorshipStatus\":", r, i, CONV_STATUS);
+        member(&b, ",\"otherUser\":{\"id\":", r, i, CONV_USER_ID);
+        member(&b, ",\"firstName\":", r, i, CONV_USER_FIRST);
+        member(&b, ",\"lastName\":", r, i, CONV_USER_LAST);
+        member(&b, ",\"email\":", r, i, CONV_USER_EMAIL);
+        member(&b, ",\"avatar\":", r, i, CONV_USER_AVATAR);
+        member(&b, "},\"lastMessage\":{\"id\":", r, i, CONV_MSG_ID);
+        member(&b, ",\"body\":", r, i, CONV_MSG_BODY);
+        member(&b, ",\"senderId\":", r, i, CONV_MSG_SENDER);
+        member(&b, ",\"createdAt\":", r, i, CONV_MSG_CREATED);
+        buf_printf(&b, "},\"unreadCount\":%lld}", db_getll(r, i, CONV_UNREAD, 0));
+    }
+    buf_puts(&b, "]}");
+    if (!memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
+        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+        return;
+    }
+    const char *json = with_urls(req, b.data, b.len);
+    buf_free(&b);
+    http_reply_json(req, 200, json);
+}
+
+static void conversations(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    bool all = role_at_least(c->role, ROLE_MANAGER);
+    bool counts = !role_is_global(c->global_role) || role_at_least(c->org_role, ROLE_MANAGER);
+    const char *params[] = {c->org_id, c->user_id, all ? "true" : "false",
+                            counts ? "true" : "false"};
+    db_req_query(req, SQL_CONVERSATIONS, 4, params, conversations_on_rows);
+}
+
+/* ---- chat token ---- */
+
+static const char SQL_ACCESS[] =
+    "SELECT " SQL_ACCESS_COLS " FROM mentorships m WHERE m.id = $1::uuid";
+
+static void token_on_loaded(http_req_t *req, db_result_t *r)
+{
+    chat_ctx_t x = {0};
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
+    if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
+        !*cfg.video_app_certificate) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Chat tokens are not configured");
+        return;
+    }
+    uint32_t rnd;
+    random_bytes(&rnd, sizeof(rnd));
+    uint32_t salt = rnd % 99999999u + 1u;
+    uint32_t issue = (uint32_t)time(NULL);
+    char *token = NULL;
+    if (accesstoken2_rtm(cfg.video_app_id, cfg.video_app_certificate, c->user_id, issue, salt,
+                         CHAT_TOKEN_SECONDS, &token) != 0) {
+        log_error("req %s: chat token could not be built", req->id);
+        http_reply_error(req, 500, "INTERNAL", "internal error");
+        return;
+    }
+    char expires[TIMEFMT_LEN + 1];
+    timefmt_format(((int64_t)issue + CHAT_TOKEN_SECONDS) * 1000, expires);
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"appId\":");
+    buf_json_str(&b, cfg.video_app_id);
+    buf_puts(&b, ",\"token\":");
+    buf_json_str(&b, token);
+    buf_puts(&b, ",\"userId\":");
+    buf_json_str(&b, c->user_id);
+    buf_puts(&b, ",\"expiresAt\":");
+    buf_json_str(&b, expires);
+    buf_puts(&b, "}}");
+    free(token);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void chat_token(http_req_t *req)
+{
+    const char *mid;
+    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    const char *params[] = {mid};
+    db_req_query(req, SQL_ACCESS, 1, params, token_on_loaded);
+}
+
+static const route_t chat_routes[] = {
+    {HTTP_M_GET, "/api/chat/conversations", conversations, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_POST, "/api/mentorships/:id/chat/token", chat_token, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_GET, "/api/mentorships/:id/chat/messages", list_messages, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_POST, "/api/mentorships/:id/chat/messages", post_message, AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_PATCH, "/api/mentorships/:id/chat/messages/:msgId", edit_message, AUTH_ORG,
+     ROLE_TEACHER, 0, 0},
+    {HTTP_M_DELETE, "/api/mentorships/:id/chat/messages/:msgId", delete_message, AUTH_ORG,
+     ROLE_TEACHER, 0, 0},
+    {HTTP_M_POST, "/api/mentorships/:id/chat/messages/:msgId/reactions", add_reaction, AUTH_ORG,
+     ROLE_TEACHER, 0, 0},
+    {HTTP_M_DELETE, "/api/mentorships/:id/chat/messages/:msgId/reactions/:emoji", remove_reaction,
+     AUTH_ORG, ROLE_TEACHER, 0, 0},
+    {HTTP_M_PATCH, "/api/mentorships/:id/chat/read-receipt", read_receipt, AUTH_ORG, ROLE_TEACHER,
+     0, 0},
+    {HTTP_M_GET, "/api/mentorships/:id/chat/unread", unread, AUTH_ORG, ROLE_TEACHER, 0, 0},
+};
+
+void routes_chat_register(void)
+{
+    router_add(chat_routes, sizeof(chat_routes) / sizeof(chat_routes[0]));
+}

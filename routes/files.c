@@ -1,0 +1,993 @@
+/*
+ * Files (INTERFACE.md "Files", DECISIONS.md "Files and storage"):
+ *
+ *   POST   /api/files/presign                             any: a presigned PUT URL and its key
+ *   POST   /api/files/register                            any: the uploaded key becomes a file
+ *   POST   /api/files/upload                              any: multipart upload (files_upload.c)
+ *   GET    /api/files/:fileId                             readers of the file
+ *   POST   /api/files/:fileId/attach                      Coach (own mentorships), Manager+
+ *   DELETE /api/files/:fileId/attach/:objectType/:objectId  as attach
+ *   GET    /api/files/mentorship/:mentorshipId/attachments  readers of the mentorship
+ *   PUT    /api/files/local?...                           local driver's presigned upload
+ *   GET    /api/files/local?...                           local driver's presigned download
+ *
+ * Who reads a file: PlatformAdmin and Owner any; the uploader their own; in the file's
+ * organization, Manager and OrganizationAdmin any, a coach or teacher the files attached to
+ * their mentorships. Another organization's file is 403.
+ *
+ * A file's record goes when its last reference does (file_referenced() in 0009: attachments,
+ * avatars, logos, chat attachments); the stored object is deleted after the commit through an
+ * outbox row, so neither a crash nor a rollback ever separates a record from its object.
+ */
+#include "routes/files.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/json.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/router.h"
+#include "db/db.h"
+#include "domain/ids.h"
+#include "domain/text.h"
+#include "routes/common.h"
+#include "routes/context.h"
+#include "routes/mentoring.h"
+#include "routes/routes.h"
+#include "routes/txreq.h"
+#include "rt/outbox.h"
+#include "rt/storage.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define LOCAL_PUT_LIMIT (512 * MIB)
+#define DOWNLOAD_MAX_PENDING (1024 * 1024)
+
+static void presign_file(http_req_t *req);
+static void register_file(http_req_t *req);
+static void get_file(http_req_t *req);
+static void attach_file(http_req_t *req);
+static void detach_file(http_req_t *req);
+static void list_attachments(http_req_t *req);
+static void local_put(http_req_t *req);
+static void local_get(http_req_t *req);
+
+/* ---- shared rules ---- */
+
+/* The row lock comes first: an attach or avatar change racing with this either committed
+ * before (and file_referenced sees it) or waits and then finds the file gone. */
+const char SQL_FILES_GC[] =
+    "WITH l AS (SELECT id FROM files WHERE id = $1 FOR UPDATE),"
+    " f AS (DELETE FROM files WHERE id IN (SELECT id FROM l) AND NOT file_referenced($1)"
+    "   RETURNING storage_key),"
+    " q AS (INSERT INTO outbox (kind, payload)"
+    "   SELECT 'storage_delete', jsonb_build_object('key', storage_key) FROM f RETURNING 1)"
+    " SELECT count(*) FROM q";
+
+uint64_t files_mime_limit(const char *mime)
+{
+    if (strncmp(mime, "image/", 6) == 0 || strncmp(mime, "text/", 5) == 0) return 100 * MIB;
+    if (strncmp(mime, "video/", 6) == 0) return 500 * MIB;
+    if (strcmp(mime, "application/pdf") == 0 || strcmp(mime, "application/zip") == 0 ||
+        strcmp(mime, "application/x-zip-compressed") == 0)
+        return 100 * MIB;
+    return 0;
+}
+
+static bool token_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$&-^_.+", c) != NULL);
+}
+
+const char *files_mime_normalize(arena_t *a, const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    if (n == 0 || n > 127) return NULL;
+    char *out = arena_strndup(a, s, n);
+    int slashes = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = out[i];
+        if (c >= 'A' && c <= 'Z') c = out[i] = (char)(c - 'A' + 'a');
+        if (c == '/') {
+            if (i == 0 || i == n - 1 || ++slashes > 1) return NULL;
+        } else if (!token_char(c)) {
+            return NULL;
+        }
+    }
+    return slashes == 1 ? out : NULL;
+}
+
+bool files_prefix_valid(const char *p)
+{
+    size_t n = strlen(p);
+    if (n < 1 || n > 64 || p[0] == '/' || p[n - 1] == '/' || strstr(p, "..") || strstr(p, "//"))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '/'))
+            return false;
+    }
+    return true;
+}
+
+bool files_filename_valid(const char *s)
+{
+    size_t n = strlen(s);
+    size_t cp = text_cp_count(s, n);
+    return n > 0 && cp >= 1 && cp <= 255 && text_utf8_valid(s, n) && !text_has_control(s, n);
+}
+
+bool files_can_read(const caller_t *c, const char *org_id, const char *uploader_id,
+                    bool participant)
+{
+    if (role_is_global(c->role)) return true;
+    if (uploader_id && strcmp(uploader_id, c->user_id) == 0) return true;
+    if (!org_id || !c->org_id || strcmp(org_id, c->org_id) != 0) return false;
+    return mentoring_is_manager(c) || participant;
+}
+
+/* Takes a reference on req for an asynchronous storage call; the callback uses
+ * storage_back() to drop it and learn whether the client is still there. */
+static void storage_hold(http_req_t *req)
+{
+    http_req_ref(req);
+}
+
+static bool storage_back(http_req_t *req)
+{
+    bool gone = http_req_gone(req);
+    http_req_unref(req);
+    return !gone;
+}
+
+static bool uuid_param_or_reply(http_req_t *req, int i, const char *what, const char **out)
+{
+    const char *v = http_req_param(req, i);
+    if (!v || !ids_is_uuid(v)) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         arena_printf(&req->arena, "%s must be a UUID", what));
+        return false;
+    }
+    char *low = arena_strdup(&req->arena, v);
+    for (char *p = low; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    *out = low;
+    return true;
+}
+
+/* sizeBytes: a non-negative integer; recorded in v otherwise. */
+static bool size_field(json_t *body, verr_t *v, uint64_t *out)
+{
+    json_t *j = json_object_get(body, "sizeBytes");
+    if (!j || json_is_null(j)) {
+        verr_add(v, "sizeBytes", "is required");
+        return false;
+    }
+    if (!json_is_integer(j) || json_integer_value(j) < 0) {
+        verr_add(v, "sizeBytes", "must be a non-negative integer");
+        return false;
+    }
+    *out = (uint64_t)json_integer_value(j);
+    return true;
+}
+
+/* filename and mimeType of a body; false after replying 400 / 413. */
+static bool file_fields_or_reply(http_req_t *req, json_t *body, verr_t *v, const char **filename,
+                                 const char **mime, uint64_t *size)
+{
+    *filename = field_str(req, body, "filename", v, true, 1, 255, false);
+    if (*filename && text_has_control(*filename, strlen(*filename))) {
+        verr_add(v, "filename", "must not contain control characters");
+        *filename = NULL;
+    }
+    const char *m = field_str(req, body, "mimeType", v, true, 1, 127, true);
+    *mime = NULL;
+    if (m && !(*mime = files_mime_normalize(&req->arena, m)))
+        verr_add(v, "mimeType", "must be a MIME type such as image/png");
+    bool size_ok = size_field(body, v, size);
+    if (verr_reply(req, v)) return false;
+    uint64_t limit = files_mime_limit(*mime);
+    if (!limit) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         arena_printf(&req->arena, "Unsupported MIME type %s", *mime));
+        return false;
+    }
+    if (size_ok && *size > limit) {
+        http_reply_error(req, 413, "PAYLOAD_TOO_LARGE",
+                         arena_printf(&req->arena, "Files of type %s may be at most %llu MB", *mime,
+                                      (unsigned long long)(limit / MIB)));
+        return false;
+    }
+    return true;
+}
+
+/* ---- presign ---- */
+
+static const char SQL_PRESIGNED[] =
+    "INSERT INTO file_uploads (storage_key, user_id, organization_id, filename, mime_type,"
+    " size_bytes) VALUES ($1, $2, $3, $4, $5, $6::bigint)";
+
+typedef struct presign_state {
+    const char *url, *key;
+} presign_state_t;
+
+static void on_presigned(http_req_t *req, db_result_t *r)
+{
+    presign_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"presignedUrl\":");
+    buf_json_str(&b, st->url);
+    buf_puts(&b, ",\"storageKey\":");
+    buf_json_str(&b, st->key);
+    buf_puts(&b, ",\"expiresIn\":");
+    buf_printf(&b, "%d}}", STORAGE_URL_TTL);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void presign_file(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    const char *prefix = field_str(req, body, "prefix", &v, false, 1, 64, false);
+    if (prefix && !files_prefix_valid(prefix))
+        verr_add(&v, "prefix",
+                 "must be 1-64 characters of a-z 0-9 _ - / without '..' or "
+                 "leading or trailing '/'");
+    const char *filename, *mime;
+    uint64_t size = 0;
+    if (!file_fields_or_reply(req, body, &v, &filename, &mime, &size)) return;
+    if (!storage_ready()) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        return;
+    }
+    char id[IDS_UUID_LEN + 1];
+    new_uuid(id);
+    presign_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->key = storage_key_make(&req->arena, prefix ? prefix : "uploads", id, filename);
+    st->url = storage_presign_put(&req->arena, st->key, mime, size, STORAGE_URL_TTL);
+    if (!st->url) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        return;
+    }
+    req->data = st;
+    char sz[24];
+    snprintf(sz, sizeof sz, "%llu", (unsigned long long)size);
+    const char *params[] = {st->key, c->user_id, c->org_id, filename, mime, sz};
+    db_req_query(req, SQL_PRESIGNED, 6, params, on_presigned);
+}
+
+/* ---- register ---- */
+
+typedef struct reg_state {
+    const char *key, *filename, *mime;
+    uint64_t size;
+    char id[IDS_UUID_LEN + 1];
+    const char *hash;
+} reg_state_t;
+
+static const char SQL_REG_CHECK[] =
+    "SELECT u.user_id, u.mime_type, EXISTS (SELECT 1 FROM files f WHERE f.storage_key = $1)"
+    " FROM file_uploads u WHERE u.storage_key = $1";
+
+static const char SQL_REG_INSERT[] =
+    "INSERT INTO files (id, organization_id, uploader_id, filename, mime_type, size_bytes,"
+    " sha256_hash, storage_key) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8)"
+    " ON CONFLICT (storage_key) DO NOTHING RETURNING iso(created_at)";
+
+static void reg_on_inserted(http_req_t *req, db_result_t *r)
+{
+    reg_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 409, "CONFLICT", "This storage key is already registered");
+        return;
+    }
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"fileId\":");
+    buf_json_str(&b, st->id);
+    buf_puts(&b, ",\"storageKey\":");
+    buf_json_str(&b, st->key);
+    buf_puts(&b, ",\"sha256Hash\":");
+    buf_json_str(&b, st->hash);
+    buf_puts(&b, ",\"mimeType\":");
+    buf_json_str(&b, st->mime);
+    buf_printf(&b, ",\"sizeBytes\":%llu}}", (unsigned long long)st->size);
+    http_reply_buf(req, 201, "application/json; charset=utf-8", &b);
+}
+
+static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
+{
+    http_req_t *req = data;
+    if (!storage_back(req)) return;
+    reg_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (rc == STORAGE_ENOENT) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        return;
+    }
+    if (rc != 0) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        return;
+    }
+    if (size != st->size) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         "The stored object does not have the stated size");
+        return;
+    }
+    st->hash = arena_strdup(&req->arena, hex);
+    new_uuid(st->id);
+    char sz[24];
+    snprintf(sz, sizeof sz, "%llu", (unsigned long long)st->size);
+    const char *params[] = {st->id,   c->org_id, c->user_id, st->filename,
+                            st->mime, sz,        st->hash,   st->key};
+    db_req_query(req, SQL_REG_INSERT, 8, params, reg_on_inserted);
+}
+
+static void reg_on_stat(int rc, uint64_t size, void *data)
+{
+    http_req_t *req = data;
+    if (!storage_back(req)) return;
+    reg_state_t *st = req->data;
+    if (rc == STORAGE_ENOENT) {
+        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        return;
+    }
+    if (rc != 0) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        return;
+    }
+    if (size != st->size) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         "The stored object does not have the stated size");
+        return;
+    }
+    storage_hold(req);
+    storage_hash(st->key, reg_on_hash, req);
+}
+
+static void reg_on_check(http_req_t *req, db_result_t *r)
+{
+    reg_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0 || strcmp(db_get(r, 0, 0), c->user_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "This storage key was not presigned for you");
+        return;
+    }
+    if (db_get(r, 0, 2)[0] == 't') {
+        http_reply_error(req, 409, "CONFLICT", "This storage key is already registered");
+        return;
+    }
+    if (strcmp(db_get(r, 0, 1), st->mime) != 0) {
+        http_reply_error(req, 400, "VALIDATION_ERROR",
+                         "mimeType differs from the one the key was presigned for");
+        return;
+    }
+    storage_hold(req);
+    storage_stat(st->key, reg_on_stat, req);
+}
+
+static void register_file(http_req_t *req)
+{
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    reg_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->key = field_str(req, body, "storageKey", &v, true, 1, 400, false);
+    if (st->key && !storage_key_valid(st->key)) verr_add(&v, "storageKey", "is not a storage key");
+    if (!file_fields_or_reply(req, body, &v, &st->filename, &st->mime, &st->size)) return;
+    req->data = st;
+    const char *params[] = {st->key};
+    db_req_query(req, SQL_REG_CHECK, 1, params, reg_on_check);
+}
+
+/* ---- get ---- */
+
+/* Columns 0-2: organization, uploader, participant (the caller is coach or teacher of a
+ * mentorship the file is attached to). */
+#define SQL_FILE_ACCESS_COLS                                                                       \
+    "f.organization_id, f.uploader_id, EXISTS (SELECT 1 FROM file_attachments a"                   \
+    "   JOIN mentorships m ON m.id = a.object_id WHERE a.file_id = f.id"                           \
+    "   AND a.object_type = 'mentorship' AND (m.coach_id = $2 OR m.teacher_id = $2))"
+
+static const char SQL_FILE_GET[] =
+    "SELECT " SQL_FILE_ACCESS_COLS ", f.id, f.filename, f.mime_type, f.size_bytes, f.sha256_hash,"
+    " f.storage_key, iso(f.created_at) FROM files f WHERE f.id = $1";
+
+/* 404 / 403 for a file row with SQL_FILE_ACCESS_COLS first; false after replying. */
+static bool file_readable_or_reply(http_req_t *req, const db_result_t *r)
+{
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "File not found");
+        return false;
+    }
+    const char *org = db_get(r, 0, 0);
+    if (!files_can_read(context_caller(req), org, db_get(r, 0, 1), db_get(r, 0, 2)[0] == 't')) {
+        http_reply_error(req, 403, "FORBIDDEN", "You may not read this file");
+        return false;
+    }
+    return true;
+}
+
+static void on_file(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (!file_readable_or_reply(req, r)) return;
+    const char *name = db_get(r, 0, 4), *mime = db_get(r, 0, 5), *key = db_get(r, 0, 8);
+    const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"id\":");
+    buf_json_str(&b, db_get(r, 0, 3));
+    buf_puts(&b, ",\"filename\":");
+    buf_json_str(&b, name);
+    buf_puts(&b, ",\"mimeType\":");
+    buf_json_str(&b, mime);
+    buf_printf(&b, ",\"sizeBytes\":%lld,\"sha256Hash\":", db_getll(r, 0, 6, 0));
+    if (db_isnull(r, 0, 7))
+        buf_puts(&b, "null");
+    else
+        buf_json_str(&b, db_get(r, 0, 7));
+    buf_puts(&b, ",\"storageKey\":");
+    buf_json_str(&b, key);
+    buf_puts(&b, ",\"presignedUrl\":");
+    if (url)
+        buf_json_str(&b, url);
+    else
+        buf_puts(&b, "null");
+    buf_puts(&b, ",\"createdAt\":");
+    buf_json_str(&b, db_get(r, 0, 9));
+    buf_puts(&b, "}}");
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void get_file(http_req_t *req)
+{
+    const char *id;
+    if (!uuid_param_or_reply(req, 0, "fileId", &id)) return;
+    const char *params[] = {id, context_caller(req)->user_id};
+    db_req_query(req, SQL_FILE_GET, 2, params, on_file);
+}
+
+/* ---- attach / detach ---- */
+
+/* The mentorship side of attach and detach: columns 0-2 organization, coach, teacher. */
+static bool mentorship_writable_or_reply(http_req_t *req, const char *org, const char *coach)
+{
+    caller_t *c = context_caller(req);
+    if (!org) {
+        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+        return false;
+    }
+    if (strcmp(org, c->org_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "The mentorship belongs to another organization");
+        return false;
+    }
+    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "Not your mentorship");
+        return false;
+    }
+    return true;
+}
+
+static const char SQL_ATTACH_CHECK[] =
+    "SELECT " SQL_FILE_ACCESS_COLS ", m.organization_id, m.coach_id, f.id"
+    " FROM (SELECT 1) x LEFT JOIN files f ON f.id = $1"
+    " LEFT JOIN mentorships m ON m.id = $3";
+
+static const char SQL_ATTACH[] =
+    "INSERT INTO file_attachments (id, file_id, object_type, object_id, created_by)"
+    " VALUES ($1, $2, 'mentorship', $3, $4) ON CONFLICT DO NOTHING RETURNING id";
+
+typedef struct attach_state {
+    const char *file_id, *object_id;
+    char id[IDS_UUID_LEN + 1];
+} attach_state_t;
+
+static void on_attached(http_req_t *req, db_result_t *r)
+{
+    attach_state_t *st = req->data;
+    if (!r->ok && r->sqlstate && strcmp(r->sqlstate, "23503") == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "File not found");
+        return;
+    }
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 409, "CONFLICT", "The file is already attached to this mentorship");
+        return;
+    }
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":{\"attachmentId\":");
+    buf_json_str(&b, st->id);
+    buf_puts(&b, ",\"fileId\":");
+    buf_json_str(&b, st->file_id);
+    buf_puts(&b, ",\"objectType\":\"mentorship\",\"objectId\":");
+    buf_json_str(&b, st->object_id);
+    buf_puts(&b, "}}");
+    http_reply_buf(req, 201, "application/json; charset=utf-8", &b);
+}
+
+static void on_attach_check(http_req_t *req, db_result_t *r)
+{
+    attach_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (db_isnull(r, 0, 5)) {
+        http_reply_error(req, 404, "NOT_FOUND", "File not found");
+        return;
+    }
+    if (!mentorship_writable_or_reply(req, db_get(r, 0, 3), db_get(r, 0, 4))) return;
+    const char *file_org = db_get(r, 0, 0);
+    if (!file_org || strcmp(file_org, db_get(r, 0, 3)) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN",
+                         "The file belongs to another organization than the mentorship");
+        return;
+    }
+    if (!files_can_read(context_caller(req), file_org, db_get(r, 0, 1),
+                        db_get(r, 0, 2)[0] == 't')) {
+        http_reply_error(req, 403, "FORBIDDEN", "You may not use this file");
+        return;
+    }
+    new_uuid(st->id);
+    const char *params[] = {st->id, st->file_id, st->object_id, context_caller(req)->user_id};
+    db_req_query(req, SQL_ATTACH, 4, params, on_attached);
+}
+
+static bool object_type_or_reply(http_req_t *req, const char *t)
+{
+    if (!t || strcmp(t, "mentorship") != 0) {
+        http_reply_error_details(req, 400, "VALIDATION_ERROR", "Validation failed",
+                                 "[{\"field\":\"objectType\",\"message\":\"must be mentorship\"}]");
+        return false;
+    }
+    return true;
+}
+
+static void attach_file(http_req_t *req)
+{
+    attach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    if (!uuid_param_or_reply(req, 0, "fileId", &st->file_id)) return;
+    json_t *body = json_body_or_reply(req);
+    if (!body) return;
+    verr_t v = {0};
+    const char *type = field_str(req, body, "objectType", &v, true, 1, 32, false);
+    const char *obj = field_str(req, body, "objectId", &v, true, 1, 64, true);
+    if (type && strcmp(type, "mentorship") != 0) verr_add(&v, "objectType", "must be mentorship");
+    if (obj && !ids_is_uuid(obj)) verr_add(&v, "objectId", "must be a UUID");
+    if (verr_reply(req, &v)) return;
+    char *low = arena_strdup(&req->arena, obj);
+    for (char *p = low; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    st->object_id = low;
+    req->data = st;
+    const char *params[] = {st->file_id, context_caller(req)->user_id, st->object_id};
+    db_req_query(req, SQL_ATTACH_CHECK, 3, params, on_attach_check);
+}
+
+typedef struct detach_state {
+    txreq_t tx;
+    const char *file_id, *object_id;
+    bool deleted;
+} detach_state_t;
+
+/* The file row is locked first, so two detaches of one file (or a detach and an avatar
+ * change) decide "last reference" one after the other. */
+static const char SQL_DETACH_LOCK[] =
+    "SELECT (SELECT f.id FROM files f WHERE f.id = $1 FOR UPDATE),"
+    " (SELECT m.organization_id FROM mentorships m WHERE m.id = $2),"
+    " (SELECT m.coach_id FROM mentorships m WHERE m.id = $2)";
+static const char SQL_DETACH[] =
+    "DELETE FROM file_attachments WHERE file_id = $1 AND object_type = 'mentorship'"
+    " AND object_id = $2 RETURNING id";
+
+static void detach_on_commit(http_req_t *req, db_result_t *r)
+{
+    detach_state_t *st = req->data;
+    if (db_failed_or_reply(req, r)) return;
+    if (st->deleted) outbox_kick();
+    http_reply_empty(req, 204);
+}
+
+static void detach_on_gc(http_req_t *req, db_result_t *r)
+{
+    detach_state_t *st = req->data;
+    if (txreq_failed_or_reply(&st->tx, r)) return;
+    st->deleted = db_getll(r, 0, 0, 0) > 0;
+    txreq_commit(&st->tx, detach_on_commit);
+}
+
+static void detach_on_deleted(http_req_t *req, db_result_t *r)
+{
+    detach_state_t *st = req->data;
+    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (db_nrows(r) == 0) {
+        txreq_error(&st->tx, 404, "NOT_FOUND", "The file is not attached to this mentorship");
+        return;
+    }
+    const char *params[] = {st->file_id};
+    txreq_query(&st->tx, SQL_FILES_GC, 1, params, detach_on_gc);
+}
+
+static void detach_on_locked(http_req_t *req, db_result_t *r)
+{
+    detach_state_t *st = req->data;
+    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (db_isnull(r, 0, 0)) {
+        txreq_error(&st->tx, 404, "NOT_FOUND", "File not found");
+        return;
+    }
+    caller_t *c = context_caller(req);
+    const char *org = db_get(r, 0, 1), *coach = db_get(r, 0, 2);
+    if (!org) {
+        txreq_error(&st->tx, 404, "NOT_FOUND", "Mentorship not found");
+        return;
+    }
+    if (strcmp(org, c->org_id) != 0) {
+        txreq_error(&st->tx, 403, "FORBIDDEN", "The mentorship belongs to another organization");
+        return;
+    }
+    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
+        txreq_error(&st->tx, 403, "FORBIDDEN", "Not your mentorship");
+        return;
+    }
+    const char *params[] = {st->file_id, st->object_id};
+    txreq_query(&st->tx, SQL_DETACH, 2, params, detach_on_deleted);
+}
+
+static void detach_on_begin(http_req_t *req, db_result_t *r)
+{
+    detach_state_t *st = req->data;
+    if (txreq_failed_or_reply(&st->tx, r)) return;
+    const char *params[] = {st->file_id, st->object_id};
+    txreq_query(&st->tx, SQL_DETACH_LOCK, 2, params, detach_on_locked);
+}
+
+static void detach_file(http_req_t *req)
+{
+    detach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    if (!uuid_param_or_reply(req, 0, "fileId", &st->file_id)) return;
+    if (!object_type_or_reply(req, http_req_param(req, 1))) return;
+    if (!uuid_param_or_reply(req, 2, "objectId", &st->object_id)) return;
+    req->data = st;
+    txreq_begin(&st->tx, req, detach_on_begin);
+}
+
+/* ---- mentorship attachments ---- */
+
+static const char SQL_ATTACHMENTS[] =
+    "SELECT m.organization_id, m.coach_id, m.teacher_id, a.id, f.id, f.filename, f.mime_type,"
+    " f.size_bytes, f.storage_key, iso(a.created_at)"
+    " FROM mentorships m LEFT JOIN (file_attachments a JOIN files f ON f.id = a.file_id)"
+    "   ON a.object_type = 'mentorship' AND a.object_id = m.id"
+    " WHERE m.id = $1 ORDER BY a.created_at DESC, a.id DESC";
+
+static void on_attachments(http_req_t *req, db_result_t *r)
+{
+    caller_t *c = context_caller(req);
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+        return;
+    }
+    if (!role_is_global(c->role)) {
+        if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
+            http_reply_error(req, 403, "FORBIDDEN",
+                             "The mentorship belongs to another organization");
+            return;
+        }
+        if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
+            strcmp(db_get(r, 0, 2), c->user_id) != 0) {
+            http_reply_error(req, 403, "FORBIDDEN", "Not your mentorship");
+            return;
+        }
+    }
+    buf_t b = BUF_INIT;
+    buf_puts(&b, "{\"data\":[");
+    int n = db_nrows(r), items = 0;
+    for (int i = 0; i < n; i++) {
+        if (db_isnull(r, i, 3)) continue;
+        const char *name = db_get(r, i, 5), *mime = db_get(r, i, 6), *key = db_get(r, i, 8);
+        const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
+        buf_puts(&b, items++ ? ",{\"attachmentId\":" : "{\"attachmentId\":");
+        buf_json_str(&b, db_get(r, i, 3));
+        buf_puts(&b, ",\"fileId\":");
+        buf_json_str(&b, db_get(r, i, 4));
+        buf_puts(&b, ",\"filename\":");
+        buf_json_str(&b, name);
+        buf_puts(&b, ",\"mimeType\":");
+        buf_json_str(&b, mime);
+        buf_printf(&b, ",\"sizeBytes\":%lld,\"presignedUrl\":", db_getll(r, i, 7, 0));
+        if (url)
+            buf_json_str(&b, url);
+        else
+            buf_puts(&b, "null");
+        buf_puts(&b, ",\"createdAt\":");
+        buf_json_str(&b, db_get(r, i, 9));
+        buf_putc(&b, '}');
+    }
+    buf_puts(&b, "]}");
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+}
+
+static void list_attachments(http_req_t *req)
+{
+    const char *id;
+    if (!uuid_param_or_reply(req, 0, "mentorshipId", &id)) return;
+    const char *params[] = {id};
+    db_req_query(req, SQL_ATTACHMENTS, 1, params, on_attachments);
+}
+
+/* ---- local driver: presigned PUT ---- */
+
+typedef struct lput_state {
+    storage_grant_t g;
+    storage_writer_t *w;
+    uint64_t got;
+    bool failed;
+} lput_state_t;
+
+static void lput_on_gone(http_req_t *req)
+{
+    lput_state_t *st = req->data;
+    if (st->w) storage_writer_abort(st->w);
+    st->w = NULL;
+}
+
+static void lput_on_drain(void *data)
+{
+    http_req_resume_body(data);
+}
+
+static int lput_on_chunk(http_req_t *req, const char *data, size_t len)
+{
+    lput_state_t *st = req->data;
+    st->got += len;
+    if (st->got > st->g.size) {
+        storage_writer_abort(st->w);
+        st->w = NULL;
+        http_reply_error(req, 403, "FORBIDDEN", "The body is larger than the signed size");
+        return -1;
+    }
+    if (storage_writer_write(st->w, data, len)) http_req_pause_body(req);
+    return 0;
+}
+
+static void lput_on_stored(int rc, uint64_t size, const char *hex, void *data)
+{
+    http_req_t *req = data;
+    (void)size;
+    (void)hex;
+    lput_state_t *st = req->data;
+    st->w = NULL;
+    if (!storage_back(req)) return;
+    if (rc != 0) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        return;
+    }
+    http_reply_empty(req, 200);
+}
+
+static void lput_on_end(http_req_t *req)
+{
+    lput_state_t *st = req->data;
+    if (st->got != st->g.size) {
+        storage_writer_abort(st->w);
+        st->w = NULL;
+        http_reply_error(req, 403, "FORBIDDEN", "The body is smaller than the signed size");
+        return;
+    }
+    storage_writer_t *w = st->w;
+    st->w = NULL; /* finishing: the writer frees itself, abort no longer applies */
+    storage_hold(req);
+    storage_writer_finish(w, st->g.key, st->g.mime_type, lput_on_stored, req);
+}
+
+static void local_put(http_req_t *req)
+{
+    lput_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    if (storage_local_verify(req, HTTP_M_PUT, &st->g) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "The upload URL is invalid or has expired");
+        return;
+    }
+    const char *ct = http_req_header(req, "Content-Type");
+    if (!ct || strcasecmp(ct, st->g.mime_type) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "Content-Type differs from the signed one");
+        return;
+    }
+    if (!req->has_content_length || req->content_length != st->g.size) {
+        http_reply_error(req, 403, "FORBIDDEN", "Content-Length differs from the signed size");
+        return;
+    }
+    req->data = st;
+    st->w = storage_writer_new(lput_on_drain, req);
+    req->on_gone = lput_on_gone;
+    if (st->g.size == 0) {
+        lput_on_end(req);
+        return;
+    }
+    http_req_read_body(req, lput_on_chunk, lput_on_end);
+}
+
+/* ---- local driver: presigned GET ---- */
+
+typedef struct lget_state {
+    uv_fs_t fs;
+    uv_timer_t wait;
+    bool timer_on;
+    uv_file fd;
+    http_req_t *req;
+    char *buf;
+    int64_t off, size;
+    bool closing;
+} lget_state_t;
+
+static void lget_read(lget_state_t *st);
+
+static void lget_on_timer_closed(uv_handle_t *h)
+{
+    lget_state_t *st = container_of((uv_timer_t *)h, lget_state_t, wait);
+    http_req_unref(st->req);
+    free(st->buf);
+    free(st);
+}
+
+/* Ends the download: the file is closed synchronously-free (uv_fs_close with a callback), then
+ * the timer handle, then the state. */
+static void lget_on_closed(uv_fs_t *fs)
+{
+    lget_state_t *st = container_of(fs, lget_state_t, fs);
+    uv_fs_req_cleanup(fs);
+    uv_close((uv_handle_t *)&st->wait, lget_on_timer_closed);
+}
+
+static void lget_end(lget_state_t *st)
+{
+    if (st->closing) return;
+    st->closing = true;
+    uv_timer_stop(&st->wait);
+    if (!http_req_gone(st->req) && st->req->streaming) http_stream_close(st->req);
+    if (st->fd >= 0) {
+        uv_fs_close(http_loop(), &st->fs, st->fd, lget_on_closed);
+        st->fd = -1;
+        return;
+    }
+    uv_close((uv_handle_t *)&st->wait, lget_on_timer_closed);
+}
+
+static void lget_on_wait(uv_timer_t *t)
+{
+    lget_read(container_of(t, lget_state_t, wait));
+}
+
+static void lget_on_read(uv_fs_t *fs)
+{
+    lget_state_t *st = container_of(fs, lget_state_t, fs);
+    ssize_t n = fs->result;
+    uv_fs_req_cleanup(fs);
+    if (http_req_gone(st->req) || n <= 0) {
+        lget_end(st);
+        return;
+    }
+    sbuf_t *b = sbuf_new(st->buf, (size_t)n);
+    int rc = http_stream_write(st->req, b, SIZE_MAX);
+    sbuf_unref(b);
+    st->off += n;
+    if (rc != 0 || st->off >= st->size) {
+        lget_end(st);
+        return;
+    }
+    lget_read(st);
+}
+
+/* Reads the next piece once the socket has taken most of what is queued (no drain callback
+ * exists for streams, so a short timer polls while the client is slow). */
+static void lget_read(lget_state_t *st)
+{
+    if (http_req_gone(st->req)) {
+        lget_end(st);
+        return;
+    }
+    if (http_stream_pending(st->req) > DOWNLOAD_MAX_PENDING) {
+        uv_timer_start(&st->wait, lget_on_wait, 5, 0);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(st->buf, STORAGE_WRITER_CHUNK);
+    if (uv_fs_read(http_loop(), &st->fs, st->fd, &b, 1, st->off, lget_on_read) != 0) lget_end(st);
+}
+
+static void lget_on_stat(uv_fs_t *fs)
+{
+    lget_state_t *st = container_of(fs, lget_state_t, fs);
+    int rc = (int)fs->result;
+    st->size = (int64_t)fs->statbuf.st_size;
+    uv_fs_req_cleanup(fs);
+    http_req_t *req = st->req;
+    if (rc != 0 || http_req_gone(req)) {
+        if (!http_req_gone(req))
+            http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        lget_end(st);
+        return;
+    }
+    storage_grant_t *g = req->data;
+    http_res_header(req, "Content-Disposition",
+                    storage_content_disposition(&req->arena, g->filename));
+    http_res_header(req, "Content-Length", arena_printf(&req->arena, "%lld", (long long)st->size));
+    http_res_header(req, "Cache-Control", "private, max-age=900");
+    if (req->method == HTTP_M_HEAD || st->size == 0) {
+        http_reply(req, 200, g->mime_type, "", 0);
+        lget_end(st);
+        return;
+    }
+    http_stream_open(req, 200, g->mime_type);
+    lget_read(st);
+}
+
+static void lget_on_open(uv_fs_t *fs)
+{
+    lget_state_t *st = container_of(fs, lget_state_t, fs);
+    int fd = (int)fs->result;
+    uv_fs_req_cleanup(fs);
+    http_req_t *req = st->req;
+    if (fd < 0) {
+        if (!http_req_gone(req)) {
+            if (fd == UV_ENOENT)
+                http_reply_error(req, 404, "NOT_FOUND", "File not found");
+            else
+                http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        }
+        lget_end(st);
+        return;
+    }
+    st->fd = fd;
+    if (http_req_gone(req)) {
+        lget_end(st);
+        return;
+    }
+    uv_fs_fstat(http_loop(), &st->fs, fd, lget_on_stat);
+}
+
+static void local_get(http_req_t *req)
+{
+    storage_grant_t *g = arena_calloc(&req->arena, sizeof(*g));
+    if (storage_local_verify(req, HTTP_M_GET, g) != 0) {
+        http_reply_error(req, 403, "FORBIDDEN", "The download URL is invalid or has expired");
+        return;
+    }
+    req->data = g;
+    lget_state_t *st = xcalloc(1, sizeof(*st));
+    st->req = req;
+    st->fd = -1;
+    st->buf = xmalloc(STORAGE_WRITER_CHUNK);
+    http_req_ref(req);
+    uv_timer_init(http_loop(), &st->wait);
+    if (uv_fs_open(http_loop(), &st->fs, storage_local_path(&req->arena, g->key),
+                   O_RDONLY | O_CLOEXEC, 0, lget_on_open) != 0) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+        lget_end(st);
+    }
+}
+
+static const route_t file_routes[] = {
+    {HTTP_M_POST, "/api/files/presign", presign_file, AUTH_ORG, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/files/register", register_file, AUTH_ORG, ROLE_NONE, 0, 0},
+    {HTTP_M_GET, "/api/files/:fileId", get_file, AUTH_ORG, ROLE_NONE, 0, 0},
+    {HTTP_M_POST, "/api/files/:fileId/attach", attach_file, AUTH_ORG, ROLE_COACH, 0, 0},
+    {HTTP_M_DELETE, "/api/files/:fileId/attach/:objectType/:objectId", detach_file, AUTH_ORG,
+     ROLE_COACH, 0, 0},
+    {HTTP_M_GET, "/api/files/mentorship/:mentorshipId/attachments", list_attachments, AUTH_ORG,
+     ROLE_NONE, 0, 0},
+    {HTTP_M_PUT, "/api/files/local", local_put, AUTH_PUBLIC, ROLE_NONE, ROUTE_STREAM_BODY,
+     LOCAL_PUT_LIMIT},
+    {HTTP_M_GET, "/api/files/local", local_get, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+};
+
+void routes_files_register(void)
+{
+    router_add(file_routes, sizeof(file_routes) / sizeof(file_routes[0]));
+    files_upload_register();
+}

@@ -1,0 +1,48 @@
+/*
+ * Files area (routes/files.c, routes/files_upload.c): rules shared by the presign, register and
+ * multipart upload paths and by the avatar and logo updates of the users and organizations
+ * areas.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "core/http.h"
+#include "routes/context.h"
+
+/* The size limit of an allowed MIME type (INTERFACE.md "Limits"), 0 when the type is not
+ * allowed. mime must be normalized (files_mime_normalize). */
+uint64_t files_mime_limit(const char *mime);
+/* "type/subtype" of RFC 6838 token characters, lower-cased into `a`; NULL when malformed or
+ * when it carries parameters. */
+const char *files_mime_normalize(arena_t *a, const char *s);
+/* DECISIONS.md prefix rule: 1-64 of [a-z0-9_-/], no "..", no leading or trailing '/'. */
+bool files_prefix_valid(const char *p);
+/* 1-255 code points of valid UTF-8 without control characters. */
+bool files_filename_valid(const char *s);
+/* Read access to a file of organization org_id uploaded by uploader_id; participant: the caller
+ * is coach or teacher of a mentorship the file is attached to. */
+bool files_can_read(const caller_t *c, const char *org_id, const char *uploader_id,
+                    bool participant);
+
+/* $1 file id: deletes the file record when nothing refers to it any more (file_referenced() of
+ * migration 0009) and queues the deletion of its stored object in the outbox; one row, the
+ * number of objects queued (0 or 1). Run it in the transaction that dropped a reference, then
+ * outbox_kick() after the commit when it queued one. */
+extern const char SQL_FILES_GC[];
+
+typedef void (*files_ref_done_cb)(http_req_t *req, bool ok);
+enum files_ref_kind { FILES_REF_AVATAR, FILES_REF_LOGO };
+/* Makes file_id (NULL: none) the avatar of user target_id or the logo of organization
+ * target_id: the file must be an image the caller may read (400 / 403 / 404 otherwise), the
+ * column and its rendered reference (avatar_url / logo_url) are updated and the previous file
+ * is deleted when nothing else refers to it. done(req, ok) runs afterwards with req->data as it
+ * was; when ok is false a reply has been sent. */
+void files_ref_set(http_req_t *req, int kind, const char *target_id, const char *file_id,
+                   files_ref_done_cb done);
+
+/* Renders storage references in a JSON response body (http_set_body_filter). */
+const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len);
+
+void files_upload_register(void);
