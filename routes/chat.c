@@ -137,12 +137,12 @@ static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, con
     char *save = NULL;
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (n == sizeof(users) / sizeof(users[0])) {
-            events_publish_to(NULL, users, n, event, data);
+            events_publish_to(c->org_id, NULL, users, n, event, data);
             n = 0;
         }
         users[n++] = t;
     }
-    events_publish_to(x->mentorship_id, users, n, event, data);
+    events_publish_to(c->org_id, x->mentorship_id, users, n, event, data);
 }
 
 /* ---- ids and fields ---- */

@@ -19,8 +19,8 @@ void events_make_id(char out[48])
     snprintf(out, 48, "%llu-%x-%lu", ms, (unsigned)getpid(), ++seq);
 }
 
-void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id, const char *teacher_id,
-                    const char *event, const char *data_json, bool to_users)
+void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id,
+                    const char *teacher_id, const char *event, const char *data_json, bool to_users)
 {
     char id[48];
     events_make_id(id);
@@ -53,8 +53,9 @@ void events_publish(const char *organization_id, const char *mentorship_id, cons
     buf_free(&msg);
 }
 
-void events_publish_to(const char *mentorship_id, const char *const *user_ids, size_t n,
-                       const char *event, const char *data_json)
+void events_publish_to(const char *organization_id, const char *mentorship_id,
+                       const char *const *user_ids, size_t n, const char *event,
+                       const char *data_json)
 {
     char id[48];
     events_make_id(id);
@@ -63,6 +64,10 @@ void events_publish_to(const char *mentorship_id, const char *const *user_ids, s
     buf_json_str(&msg, id);
     buf_puts(&msg, ",\"event\":");
     buf_json_str(&msg, event);
+    if (organization_id) {
+        buf_puts(&msg, ",\"organizationId\":");
+        buf_json_str(&msg, organization_id);
+    }
     buf_puts(&msg, ",\"data\":");
     buf_puts(&msg, data_json);
     buf_putc(&msg, '}');

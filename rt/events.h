@@ -26,13 +26,16 @@
  * organization_id is the mentorship's organization: user streams carry an event only while the
  * user's membership there is active. Pass it for every mentorship event: an event without one is
  * not filtered. */
-void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id, const char *teacher_id,
-                    const char *event, const char *data_json, bool to_users);
+void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id,
+                    const char *teacher_id, const char *event, const char *data_json,
+                    bool to_users);
 /* Publishes `event` once (one event id) on the mentorship's channel (when mentorship_id is not
  * NULL) and on the user channel of each of user_ids[0..n); NULL, empty and repeated ids are
- * skipped. */
-void events_publish_to(const char *mentorship_id, const char *const *user_ids, size_t n,
-                       const char *event, const char *data_json);
+ * skipped. organization_id is the mentorship's organization, as for events_publish: user streams
+ * drop the event while the user's membership there is not active. */
+void events_publish_to(const char *organization_id, const char *mentorship_id,
+                       const char *const *user_ids, size_t n, const char *event,
+                       const char *data_json);
 /* Stream control message for one user (see above). */
 void events_control(const char *user_id, const char *json);
 /* Ends the open streams of every session of the user except keep_session_id (NULL: all). */

@@ -346,7 +346,7 @@ class MailBox:
                 out.append(m)
         return out
 
-    def wait_for(self, address, count=1, subject=None, timeout=10.0):
+    def wait_for(self, address, count=1, subject=None, timeout=30.0):
         """Waits until at least `count` messages to `address` (whose subject contains
         `subject`, when given) arrived; returns the last of them."""
         assert self.folder, "COACHD_MAIL_DIR is not set"
@@ -388,7 +388,7 @@ class PushBox:
             out.extend(body if isinstance(body, list) else [body])
         return out
 
-    def wait_for(self, token, count=1, timeout=10.0):
+    def wait_for(self, token, count=1, timeout=30.0):
         deadline = time.monotonic() + timeout
         while True:
             found = [m for m in self.messages() if isinstance(m, dict) and (

@@ -113,6 +113,29 @@ def test_user_stream_carries_only_active_memberships():
         assert s.next("session-update")["data"]["mentorshipId"] == ma["id"]
 
 
+def test_user_stream_carries_chat_only_of_active_memberships():
+    """Chat events carry their organization too: a member disabled in org A stops receiving A's
+    chat on the user stream while B's still arrives."""
+    a = new_org(roles=("OrganizationAdmin", "Manager", "Coach", "Teacher"))
+    b = new_org(roles=("OrganizationAdmin", "Manager", "Coach"))
+    tc, teacher = a.clients["Teacher"], a.users["Teacher"]
+    b.add_member("Teacher", user=(None, teacher))
+    ma = make_mentorship(a)
+    mb = make_mentorship(b)
+    a.clients["OrganizationAdmin"].patch_json(
+        "/api/organizations/%s/users/%s" % (a.id, teacher["id"]), {"membershipStatus": "disabled"})
+    tc.org(b.id)
+    with stream_for(tc) as s:
+        time.sleep(0.3)
+        r = a.clients["Coach"].post_json("/api/mentorships/%s/chat/messages" % ma["id"],
+                                         {"body": "in org A"}, expect=201)
+        r = b.clients["Coach"].post_json("/api/mentorships/%s/chat/messages" % mb["id"],
+                                         {"body": "in org B"}, expect=201)
+        ev = s.next("chat-message")
+        assert ev["data"]["mentorshipId"] == mb["id"]
+        s.no_event("chat-message", wait=1.0)
+
+
 # ---- at most 20 streams per user (item 12) --------------------------------------------------
 
 
