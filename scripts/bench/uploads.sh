@@ -42,6 +42,7 @@ PORT="$PORT" HOST=127.0.0.1 WORKERS=1 LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 MA
 SERVER=$!
 trap 'stop_pid $SERVER 10' EXIT
 wait_http "$BASE/api/auth/session" 20 "$SERVER" || die "coachd did not start"
+export BENCH_DIR="$ROOT/scripts/bench"
 
 make_file() { # NAME MB
     [ -f "$FILES/$1" ] && [ "$(stat -c %s "$FILES/$1")" -eq $(($2 * 1048576)) ] && return
@@ -58,13 +59,16 @@ curl -sS -f -o /dev/null -c "$jar" -H 'Content-Type: application/json' \
     -d "{\"email\":\"$email\",\"password\":\"bench password 123\",\"name\":\"Up Bench\"}" \
     "$BASE/api/auth/sign-up/email" || die "sign-up failed"
 psql -X -q -d "$DATABASE_URL" -c "UPDATE users SET global_role = 'PlatformAdmin' WHERE email = '$email'"
-org=$(curl -sS -f -b "$jar" -H 'Content-Type: application/json' -d '{"name":"Upload bench"}' \
-    "$BASE/api/organizations" | sed -E 's/.*"id":"([0-9a-f-]{36})".*/\1/')
+resp=$(curl -sS -b "$jar" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"Upload bench $$ $(date +%s)\"}" "$BASE/api/organizations")
+org=$(printf '%s' "$resp" | grep -o '"id" *: *"[0-9a-f-]\{36\}"' | head -n 1 | grep -o '[0-9a-f-]\{36\}' || true)
+[ -n "$org" ] || die "could not create the organization: $resp"
 H=(-b "$jar" -H "X-Organization-Id: $org")
 now() { date +%s.%N; }
 rate() { awk -v s="$1" -v e="$2" -v mb="$3" 'BEGIN { printf "%.2f s, %.0f MB/s", e - s, mb / (e - s) }'; }
 total_mb=$((COUNT * FILE_MB))
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$SERVER/status"; }
+RSS_IDLE=$(awk '/VmRSS/ {print $2}' "/proc/$SERVER/status")
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?') count=$COUNT file_mb=$FILE_MB big_mb=$BIG_MB par=$PAR" | tee -a "$OUT"
 
@@ -93,10 +97,9 @@ done
 t1=$(now)
 echo "RESULT POST /api/files/upload: $total_mb MB in $(rate "$t0" "$t1" "$total_mb")" | tee -a "$OUT"
 
-h0=$(hwm)
 curl -sS -f -o /dev/null "${H[@]}" -F "file=@$FILES/big.mp4;type=video/mp4" "$BASE/api/files/upload"
 h1=$(hwm)
-echo "RESULT peak RSS growth over one $BIG_MB MB upload: $(((h1 - h0) / 1024)) MB (VmHWM $((h0 / 1024)) -> $((h1 / 1024)) MB)" | tee -a "$OUT"
+echo "RESULT peak RSS over the idle RSS after every upload so far and one $BIG_MB MB upload: $(((h1 - RSS_IDLE) / 1024)) MB (idle $((RSS_IDLE / 1024)) MB, VmHWM $((h1 / 1024)) MB)" | tee -a "$OUT"
 
 token="$(awk '$6 == "auth.session_token" {print $7}' "$jar")"
 export BENCH_COOKIE="auth.session_token=$token" BENCH_NAME=session
@@ -116,5 +119,5 @@ t0=$(now)
 for p in "${pids[@]}"; do wait "$p" || die "a concurrent upload failed"; done
 h1=$(hwm)
 echo "RESULT during $PAR uploads $(grep '^RESULT' "$LOGS/uploads-busy.txt" | sed 's/^RESULT //')" | tee -a "$OUT"
-echo "RESULT peak RSS growth over $PAR concurrent $FILE_MB MB uploads: $(((h1 - h0) / 1024)) MB" | tee -a "$OUT"
+echo "RESULT peak RSS over idle with $PAR concurrent $FILE_MB MB uploads: $(((h1 - RSS_IDLE) / 1024)) MB (VmHWM $((h0 / 1024)) -> $((h1 / 1024)) MB)" | tee -a "$OUT"
 rm -rf "$STORE" "$ROOT/.local/bench-cp"
