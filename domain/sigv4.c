@@ -227,12 +227,14 @@ int sigv4_presign_url(const sigv4_presign_t *p, char **out)
     sb_puts(&hdrs, "\n");
     sb_puts(&names, "host");
 
-    /* Parameters in sorted order (X-Amz-Algorithm < Credential < Date < Expires <
+    /* Parameters in sorted order (X-Amz-Algorithm < Content-Sha256 < Credential < Date < Expires <
      * SignedHeaders < response-content-disposition < response-content-type: upper case sorts
      * first), as the canonical query string requires. */
     char expires[16];
     snprintf(expires, sizeof expires, "%u", (unsigned)p->expires);
-    sb_puts(&query, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=");
+    sb_puts(&query, "X-Amz-Algorithm=AWS4-HMAC-SHA256");
+    if (p->query_content_sha256) sb_puts(&query, "&X-Amz-Content-Sha256=" SIGV4_UNSIGNED_PAYLOAD);
+    sb_puts(&query, "&X-Amz-Credential=");
     sb_uri_encode(&query, p->access_key, false);
     sb_puts(&query, "%2F");
     sb_uri_encode(&query, s.scope.data, false);

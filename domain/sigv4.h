@@ -31,6 +31,9 @@ typedef struct sigv4_presign {
      * response-content-type query parameters, signed like the others). */
     const char *response_content_disposition;
     const char *response_content_type;
+    /* Adds X-Amz-Content-Sha256=UNSIGNED-PAYLOAD to the query, as the AWS SDKs' presigners do
+     * (the documented example has no such parameter). */
+    bool query_content_sha256;
 } sigv4_presign_t;
 
 /* Header-signed request (Authorization header), for server-side calls. */

@@ -916,13 +916,14 @@ static void lget_on_stat(uv_fs_t *fs)
     storage_grant_t *g = req->data;
     http_res_header(req, "Content-Disposition",
                     storage_content_disposition(&req->arena, g->filename));
-    http_res_header(req, "Content-Length", arena_printf(&req->arena, "%lld", (long long)st->size));
     http_res_header(req, "Cache-Control", "private, max-age=900");
     if (req->method == HTTP_M_HEAD || st->size == 0) {
         http_reply(req, 200, g->mime_type, "", 0);
         lget_end(st);
         return;
     }
+    /* The stream head has no length of its own; the file's size is known. */
+    http_res_header(req, "Content-Length", arena_printf(&req->arena, "%lld", (long long)st->size));
     http_stream_open(req, 200, g->mime_type);
     lget_read(st);
 }

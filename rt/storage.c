@@ -308,7 +308,8 @@ static char *s3_presign(arena_t *a, const char *method, const char *key, const c
                          .secret_key = cfg.s3_secret_access_key,
                          .amz_date = date,
                          .expires = (uint32_t)ttl_ok(ttl),
-                         .path_style = cfg.s3_force_path_style};
+                         .path_style = cfg.s3_force_path_style,
+                         .query_content_sha256 = true};
     if (disposition) {
         p.response_content_disposition = disposition;
         p.response_content_type = mime;

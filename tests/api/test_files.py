@@ -486,3 +486,12 @@ def test_org_logo_upload(org):
     assert_error(upload(org.client("OrganizationAdmin"),
                         [("target", None, None, b"orgLogo"), ("file", "l.png", "image/png", png)],
                         expect=None), 400)
+
+
+def test_empty_file_roundtrip(org):
+    c = org.client("Coach")
+    fid, _, reg = upload_presigned(c, b"", filename="empty.txt")
+    assert reg["sha256Hash"] == hashlib.sha256(b"").hexdigest()
+    r = download(c.get_json("/api/files/%s" % fid)["data"]["presignedUrl"])
+    assert r.status_code == 200 and r.content == b""
+    assert r.headers["Content-Length"] == "0"
