@@ -117,7 +117,9 @@ def test_local_health_probe_writes(tmp_path):
         os.rmdir(ro)
         ro.write_bytes(b"not a folder")
         try:
-            assert requests.get(base + "/api/health", headers=key).json()["checks"]["storage"] == "error"
+            # Probe results are cached for a few seconds (routes/health.c PROBE_CACHE_SECONDS).
+            wait_until(lambda: requests.get(base + "/api/health", headers=key).json()
+                       ["checks"]["storage"] == "error", timeout=40, what="storage check error")
         finally:
             ro.unlink()
             ro.mkdir()
