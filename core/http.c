@@ -77,8 +77,8 @@ struct http_conn {
     bool close_after;  /* close once the response is written */
     bool parse_error;
     bool in_trailers; /* chunked trailers: read and dropped, never request headers */
-    bool linger;    /* the answer left part of the request unread: close by lingering */
-    bool broken;    /* a write failed: closed from the timer, never inside the failing call */
+    bool linger;      /* the answer left part of the request unread: close by lingering */
+    bool broken;      /* a write failed: closed from the timer, never inside the failing call */
     int error_status;
     const char *error_code;
     const char *error_msg;
@@ -441,13 +441,13 @@ static bool segment_is_token_like(const char *s, size_t len)
     size_t dashes = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '-' || ch == '_';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
         if (!ok) return false;
         dashes += ch == '-';
     }
-    bool uuid = len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' &&
-                s[23] == '-';
+    bool uuid =
+        len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-';
     return !uuid;
 }
 
@@ -673,6 +673,16 @@ void http_req_read_body(http_req_t *req, http_body_chunk_cb on_chunk, http_req_c
     req->on_body_chunk = on_chunk;
     req->on_body_end = on_end;
     req->body_streamed = true;
+    if (req->body_done) {
+        /* The request had no body (no Content-Length, or 0): its message is already complete,
+         * so on_end runs now (from conn_process). Parsing on would read the next pipelined
+         * request into this one: it leaked, and on_end never ran. */
+        c->state = CONN_BODY;
+        c->msg_complete = true;
+        c->again = true;
+        conn_process(c);
+        return;
+    }
     if (req->want_continue) {
         static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);

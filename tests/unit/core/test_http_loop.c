@@ -124,8 +124,8 @@ static void h_headers(http_req_t *req)
 {
     char *out = arena_strdup(&req->arena, "");
     for (int i = 0; i < req->nheaders; i++)
-        out = arena_printf(&req->arena, "%s%s=%s;", out, req->headers[i].name,
-                           req->headers[i].value);
+        out =
+            arena_printf(&req->arena, "%s%s=%s;", out, req->headers[i].name, req->headers[i].value);
     http_reply(req, 200, "text/plain", out, strlen(out));
 }
 
@@ -356,9 +356,9 @@ static void chunked_head_continue(void **s)
     c->len -= hlen;
     memmove(c->buf, c->buf + hlen, c->len);
     /* The connection is still in sync for the next request. */
-    r = roundtrip(
-        c, "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
-           "Content-Type: application/json\r\n\r\n");
+    r = roundtrip(c,
+                  "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+                  "Content-Type: application/json\r\n\r\n");
     assert_int_equal(r.status, 100);
     free(r.body);
     send_all(c->fd, "ok", 2);
@@ -387,6 +387,35 @@ static void streamed_upload(void **s)
     assert_int_equal(read_resp(c, &r), 0);
     assert_int_equal(r.status, 201);
     assert_string_equal(r.body, "{\"bytes\":3145728}");
+    free(r.body);
+    close_conn(c);
+}
+
+/* A streamed-body route asked to read a body the request does not have (Content-Length: 0, or
+ * none): its end callback runs at once and the next pipelined request is answered after it.
+ * Found by tests/fuzz/fuzz_http: the next request used to be parsed into the upload (which
+ * leaked and never answered). */
+static void streamed_route_without_body(void **s)
+{
+    (void)s;
+    conn_t *c = open_conn();
+    send_all(c->fd,
+             "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+             "POST /upload HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n"
+             "GET /echo/z HTTP/1.1\r\nHost: t\r\n\r\n",
+             strlen("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+                    "POST /upload HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n"
+                    "GET /echo/z HTTP/1.1\r\nHost: t\r\n\r\n"));
+    resp_t r;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(read_resp(c, &r), 0);
+        assert_int_equal(r.status, 201);
+        assert_string_equal(r.body, "{\"bytes\":0}");
+        free(r.body);
+    }
+    assert_int_equal(read_resp(c, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"x\":\"z\""));
     free(r.body);
     close_conn(c);
 }
@@ -573,13 +602,19 @@ int main(void)
     uv_async_init(loop, &stop_async, on_stop);
     pthread_create(&thread, NULL, server_main, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(keep_alive_and_params), cmocka_unit_test(pipelined_in_order),
-        cmocka_unit_test(errors_shape),          cmocka_unit_test(chunked_head_continue),
-        cmocka_unit_test(streamed_upload),       cmocka_unit_test(sse_stream),
-        cmocka_unit_test(client_gone_midway),    cmocka_unit_test(huge_content_length_everywhere),
-        cmocka_unit_test(trailers_are_dropped),  cmocka_unit_test(json_routes_need_json_type),
+        cmocka_unit_test(keep_alive_and_params),
+        cmocka_unit_test(pipelined_in_order),
+        cmocka_unit_test(errors_shape),
+        cmocka_unit_test(chunked_head_continue),
+        cmocka_unit_test(streamed_upload),
+        cmocka_unit_test(sse_stream),
+        cmocka_unit_test(client_gone_midway),
+        cmocka_unit_test(huge_content_length_everywhere),
+        cmocka_unit_test(trailers_are_dropped),
+        cmocka_unit_test(json_routes_need_json_type),
         cmocka_unit_test(lingering_close_after_413),
         cmocka_unit_test(lingering_is_bounded),
+        cmocka_unit_test(streamed_route_without_body),
     };
     int failed = cmocka_run_group_tests_name("core/http_loop", tests, NULL, NULL);
     uv_async_send(&stop_async);
