@@ -48,6 +48,13 @@
 #define LINGER_TIMEOUT_MS 10000
 /* Bodies of OPTIONS and of paths no route takes are read and discarded up to this size. */
 #define NO_ROUTE_BODY_LIMIT (64 * 1024)
+/* Connection limits (docs/security.md "Connection limits"), per worker; the environment
+ * variables MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP (0: no cap) and REQUEST_TIMEOUT_SECONDS
+ * override them when the server starts. */
+#define DEFAULT_MAX_CONNECTIONS 10000
+#define DEFAULT_MAX_CONNECTIONS_PER_IP 256
+#define DEFAULT_REQUEST_TIMEOUT_S 60
+#define IP_BUCKETS 4096
 
 enum conn_state {
     CONN_IDLE,      /* waiting for the first byte of a request */
@@ -77,8 +84,8 @@ struct http_conn {
     bool close_after;  /* close once the response is written */
     bool parse_error;
     bool in_trailers; /* chunked trailers: read and dropped, never request headers */
-    bool linger;    /* the answer left part of the request unread: close by lingering */
-    bool broken;    /* a write failed: closed from the timer, never inside the failing call */
+    bool linger;      /* the answer left part of the request unread: close by lingering */
+    bool broken;      /* a write failed: closed from the timer, never inside the failing call */
     int error_status;
     const char *error_code;
     const char *error_msg;
@@ -88,8 +95,17 @@ struct http_conn {
     int writes_in_flight;
     uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
+    uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
+    struct ip_count *ipc;          /* this connection's entry in the per-IP table */
     char ip[48];
 };
+
+/* Open connections per client address, for MAX_CONNECTIONS_PER_IP. */
+typedef struct ip_count {
+    struct ip_count *next;
+    size_t n;
+    char ip[48];
+} ip_count_t;
 
 typedef struct write_req {
     uv_write_t w;
@@ -109,6 +125,11 @@ static http_conn_t *conns;
 static size_t nconns;
 static uint64_t req_counter;
 static llhttp_settings_t settings;
+static size_t max_conns = DEFAULT_MAX_CONNECTIONS;
+static size_t max_conns_per_ip = DEFAULT_MAX_CONNECTIONS_PER_IP;
+static uint64_t request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_S * 1000ull;
+static ip_count_t *ip_table[IP_BUCKETS];
+static uint64_t refused_total, refused_logged_at;
 
 static void conn_close(http_conn_t *c);
 static void conn_process(http_conn_t *c);
@@ -441,13 +462,13 @@ static bool segment_is_token_like(const char *s, size_t len)
     size_t dashes = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '-' || ch == '_';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
         if (!ok) return false;
         dashes += ch == '-';
     }
-    bool uuid = len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' &&
-                s[23] == '-';
+    bool uuid =
+        len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-';
     return !uuid;
 }
 
@@ -673,6 +694,16 @@ void http_req_read_body(http_req_t *req, http_body_chunk_cb on_chunk, http_req_c
     req->on_body_chunk = on_chunk;
     req->on_body_end = on_end;
     req->body_streamed = true;
+    if (req->body_done) {
+        /* The request had no body (no Content-Length, or 0): its message is already complete,
+         * so on_end runs now (from conn_process). Parsing on would read the next pipelined
+         * request into this one: it leaked, and on_end never ran. */
+        c->state = CONN_BODY;
+        c->msg_complete = true;
+        c->again = true;
+        conn_process(c);
+        return;
+    }
     if (req->want_continue) {
         static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
@@ -730,6 +761,7 @@ static int on_message_begin(llhttp_t *p)
     c->state = CONN_HEAD;
     c->head_bytes = 0;
     c->in_trailers = false;
+    c->deadline_ms = uv_now(loop_ref) + request_timeout_ms;
     conn_arm(c, HEAD_TIMEOUT_MS);
     return 0;
 }
@@ -1217,12 +1249,59 @@ static void on_timer(uv_timer_t *t)
 static void conn_arm(http_conn_t *c, uint64_t ms)
 {
     if (c->state == CONN_CLOSING || c->broken) return;
+    /* Head and buffered body share one deadline from the request's first byte: each read
+     * re-arms the per-read timeout, so without it a body trickled one byte at a time would hold
+     * the connection (and its buffer) forever. Streamed bodies (uploads) are exempt: they may
+     * be large and slow, and only the per-read timeout applies. */
+    if (c->deadline_ms && (c->state == CONN_HEAD || c->state == CONN_BODY) &&
+        !(c->req && c->req->body_streamed)) {
+        uint64_t now = uv_now(loop_ref);
+        uint64_t left = c->deadline_ms > now ? c->deadline_ms - now : 0;
+        if (left < ms) ms = left;
+    }
     uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static uint32_t ip_hash(const char *ip)
+{
+    uint32_t h = 2166136261u;
+    for (; *ip; ip++)
+        h = (h ^ (unsigned char)*ip) * 16777619u;
+    return h % IP_BUCKETS;
+}
+
+/* Counts a connection from ip; NULL (nothing counted) when the address is at its cap. */
+static ip_count_t *ip_acquire(const char *ip)
+{
+    uint32_t h = ip_hash(ip);
+    ip_count_t *e = ip_table[h];
+    while (e && strcmp(e->ip, ip) != 0)
+        e = e->next;
+    if (!e) {
+        e = xcalloc(1, sizeof(*e));
+        snprintf(e->ip, sizeof(e->ip), "%s", ip);
+        e->next = ip_table[h];
+        ip_table[h] = e;
+    }
+    if (max_conns_per_ip && e->n >= max_conns_per_ip) return NULL;
+    e->n++;
+    return e;
+}
+
+static void ip_release(ip_count_t *e)
+{
+    if (--e->n > 0) return;
+    ip_count_t **pp = &ip_table[ip_hash(e->ip)];
+    while (*pp != e)
+        pp = &(*pp)->next;
+    *pp = e->next;
+    free(e);
 }
 
 static void on_conn_closed(uv_handle_t *h)
 {
     http_conn_t *c = container_of((uv_tcp_t *)h, http_conn_t, tcp);
+    if (c->ipc) ip_release(c->ipc);
     buf_free(&c->in);
     free(c);
     nconns--;
@@ -1292,6 +1371,32 @@ static void conn_close(http_conn_t *c)
     uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 }
 
+static void on_refused_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Over a cap: the connection was accepted (so it leaves the backlog and costs nothing more),
+ * gets a 503 if its socket buffer takes it at once (never waiting), and is closed. Logged at
+ * most once a second, with the running count. */
+static void refuse_connection(uv_tcp_t *t, const char *why, const char *ip)
+{
+    static char busy[] =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Retry-After: 1\r\nConnection: close\r\nContent-Length: 65\r\n\r\n"
+        "{\"error\":{\"code\":\"UNAVAILABLE\",\"message\":\"Too many connections\"}}";
+    uv_buf_t b = uv_buf_init(busy, sizeof(busy) - 1);
+    (void)uv_try_write((uv_stream_t *)t, &b, 1);
+    uv_close((uv_handle_t *)t, on_refused_closed);
+    refused_total++;
+    uint64_t now = uv_now(loop_ref);
+    if (now - refused_logged_at >= 1000 || refused_logged_at == 0) {
+        refused_logged_at = now;
+        log_warn("accept: refused a connection from %s (%s); %llu refused so far", ip, why,
+                 (unsigned long long)refused_total);
+    }
+}
+
 static void on_connection(uv_stream_t *srv, int status)
 {
     if (status < 0) {
@@ -1304,12 +1409,6 @@ static void on_connection(uv_stream_t *srv, int status)
         uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
         return;
     }
-    nconns++;
-    uv_tcp_nodelay(&c->tcp, 1);
-    uv_timer_init(loop_ref, &c->timer);
-    c->timer.data = c;
-    llhttp_init(&c->parser, HTTP_REQUEST, &settings);
-    c->parser.data = c;
     struct sockaddr_storage ss;
     int len = sizeof(ss);
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
@@ -1318,6 +1417,22 @@ static void on_connection(uv_stream_t *srv, int status)
         else if (ss.ss_family == AF_INET6)
             uv_ip6_name((struct sockaddr_in6 *)&ss, c->ip, sizeof(c->ip));
     }
+    /* The caps: MAX_CONNECTIONS per worker, MAX_CONNECTIONS_PER_IP per client address. The
+     * handle is the first member of c, so closing it frees c. */
+    if (nconns >= max_conns) {
+        refuse_connection(&c->tcp, "MAX_CONNECTIONS", c->ip);
+        return;
+    }
+    if (!(c->ipc = ip_acquire(c->ip))) {
+        refuse_connection(&c->tcp, "MAX_CONNECTIONS_PER_IP", c->ip);
+        return;
+    }
+    nconns++;
+    uv_tcp_nodelay(&c->tcp, 1);
+    uv_timer_init(loop_ref, &c->timer);
+    c->timer.data = c;
+    llhttp_init(&c->parser, HTTP_REQUEST, &settings);
+    c->parser.data = c;
     c->state = CONN_IDLE;
     c->next = conns;
     if (conns) conns->prev = c;
@@ -1355,6 +1470,11 @@ int http_listen_socket(const char *host, int port, int *fd_out)
 int http_server_start_fd(uv_loop_t *loop, int fd)
 {
     loop_ref = loop;
+    max_conns = (size_t)config_int("MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 1000000);
+    max_conns_per_ip =
+        (size_t)config_int("MAX_CONNECTIONS_PER_IP", DEFAULT_MAX_CONNECTIONS_PER_IP, 0, 1000000);
+    request_timeout_ms =
+        (uint64_t)config_int("REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_S, 1, 86400) * 1000;
     memset(&settings, 0, sizeof(settings));
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;

@@ -292,6 +292,10 @@ char *mail_build(const mail_envelope_t *msg, const char *from, bool eight_bit, l
     const char *at = strchr(addr, '@');
 
     random_hex(id, 16);
+    if (msg->message_id && *msg->message_id && strlen(msg->message_id) < sizeof(id) &&
+        strspn(msg->message_id, "0123456789abcdefghijklmnopqrstuvwxyz.-") ==
+            strlen(msg->message_id))
+        snprintf(id, sizeof(id), "%s", msg->message_id);
     buf_puts(&b, "Date: ");
     put_date(&b, now_s);
     buf_printf(&b, "\r\nFrom: %s\r\nTo: %s\r\nSubject: ", from, msg->to);

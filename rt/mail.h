@@ -20,6 +20,11 @@ typedef struct mail_envelope {
     const char *subject; /* UTF-8, required */
     const char *text;    /* UTF-8 plain-text body, required */
     const char *html;    /* UTF-8 HTML alternative, or NULL */
+    /* Local part of the Message-ID ([0-9a-z.-] only), or NULL for a random one. The outbox
+     * passes one derived from the row, so a mail sent again after a crash between the SMTP
+     * server's acceptance and the row's "sent" mark carries the same Message-ID, and receivers
+     * can tell it is the same message. */
+    const char *message_id;
 } mail_envelope_t;
 
 /* error is NULL on success, else a message for logs (valid during the callback only). */

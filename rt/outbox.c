@@ -26,9 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "db/db.h"
+#include "domain/crypto.h"
 #include "rt/mail.h"
 #include "rt/push.h"
 #include "rt/storage.h"
@@ -49,8 +51,8 @@ static const char SQL_CLAIM[] =
 #define STRIP_BODY(cond)                                                                           \
     "payload = CASE WHEN kind = 'mail' AND (" cond ") THEN payload - 'text' - 'html'"              \
     " ELSE payload END"
-static const char SQL_SENT[] = "UPDATE outbox SET sent_at = now(), last_error = NULL, " STRIP_BODY(
-    "true") " WHERE id = $1";
+static const char SQL_SENT[] =
+    "UPDATE outbox SET sent_at = now(), last_error = NULL, " STRIP_BODY("true") " WHERE id = $1";
 /* The last allowed attempt failing gives the row up (the claim never takes it again). */
 static const char SQL_RETRY[] =
     "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
@@ -58,8 +60,9 @@ static const char SQL_RETRY[] =
 static const char SQL_RETRY_TOKENS[] =
     "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
     "last_error = $2, payload = jsonb_set(payload, '{to}', $4::jsonb) WHERE id = $1";
-static const char SQL_DEAD[] = "UPDATE outbox SET attempts = GREATEST(attempts, 10), last_error = $2, "
-    STRIP_BODY("true") " WHERE id = $1";
+static const char SQL_DEAD[] =
+    "UPDATE outbox SET attempts = GREATEST(attempts, 10), last_error = $2, " STRIP_BODY(
+        "true") " WHERE id = $1";
 static const char SQL_DELETE_TOKEN[] = "DELETE FROM push_tokens WHERE token = $1";
 
 enum { JOB_MAIL, JOB_PUSH, JOB_STORAGE_DELETE };
@@ -225,6 +228,22 @@ static const char *str_field(json_t *obj, const char *key)
     return json_string_value(json_object_get(obj, key));
 }
 
+/* 32 hex digits of SHA-256(row id, text): the text carries the mail's own token or link, so
+ * rows of different databases do not share one. */
+static const char *outbox_message_id(const char *id, const char *text, char out[33])
+{
+    buf_t b = BUF_INIT;
+    buf_puts(&b, id);
+    buf_putc(&b, '\n');
+    buf_puts(&b, text);
+    char hex[CRYPTO_SHA256_HEX_LEN + 1];
+    crypto_sha256_hex(b.data, b.len, hex);
+    buf_free(&b);
+    memcpy(out, hex, 32);
+    out[32] = '\0';
+    return out;
+}
+
 static void job_start(ob_job_t *j)
 {
     if (!json_is_object(j->payload)) {
@@ -242,6 +261,7 @@ static void job_start(ob_job_t *j)
     }
     if (j->kind == JOB_MAIL) {
         mail_envelope_t m;
+        char mid[33];
 
         m.to = str_field(j->payload, "to");
         m.subject = str_field(j->payload, "subject");
@@ -251,6 +271,10 @@ static void job_start(ob_job_t *j)
             job_finish(j, "mail payload needs to, subject and text", true);
             return;
         }
+        /* Stable across retries of this row: SMTP acceptance and the "sent" mark cannot be
+         * one step, so a worker killed between them sends the mail again after the lease;
+         * the same Message-ID lets receivers drop the copy (docs/reliability.md). */
+        m.message_id = outbox_message_id(j->id, m.text, mid);
         mail_send(&m, on_mail_done, j);
         return;
     }

@@ -25,6 +25,7 @@
 #include "core/mem.h"
 #include "core/random.h"
 #include "core/sbuf.h"
+#include "core/sse.h"
 #include "rt/events.h"
 #include "rt/presence.h"
 #include "rt/redis.h"
@@ -63,11 +64,11 @@ struct stream {
     sub_t subs[SUBS_PER_STREAM];
     int nsubs;
     int slot;
-    stream_t *wprev, *wnext; /* wheel slot list */
-    char stream_id[33];      /* random, names the stream in the per-user Redis set */
-    int64_t expires_ms;      /* session expiry (epoch ms), 0: none */
-    size_t hidx;             /* position in the expiry heap, SIZE_MAX when not in it */
-    bool all_orgs;           /* USER streams: pass every organization's events */
+    stream_t *wprev, *wnext;  /* wheel slot list */
+    char stream_id[33];       /* random, names the stream in the per-user Redis set */
+    int64_t expires_ms;       /* session expiry (epoch ms), 0: none */
+    size_t hidx;              /* position in the expiry heap, SIZE_MAX when not in it */
+    bool all_orgs;            /* USER streams: pass every organization's events */
     char (*orgs)[ORG_ID_MAX]; /* USER streams: organizations whose events pass */
     int norgs, orgs_cap;
 };
@@ -326,7 +327,8 @@ static const char REGISTER_SCRIPT[] =
     "local old = redis.call('ZRANGE', KEYS[1], 0, over - 1) "
     "for _, id in ipairs(old) do "
     "  redis.call('ZREM', KEYS[1], id) "
-    "  redis.call('PUBLISH', KEYS[2], '{\"type\":\"stream-evicted\",\"streamId\":\"' .. id .. '\"}') "
+    "  redis.call('PUBLISH', KEYS[2], '{\"type\":\"stream-evicted\",\"streamId\":\"' .. id .. "
+    "'\"}') "
     "end "
     "return #old";
 
@@ -360,25 +362,7 @@ static void registry_remove(stream_t *s)
 static sbuf_t *encode_event(const char *id, size_t idlen, const char *event, size_t evlen,
                             const char *data, size_t dlen)
 {
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, idlen + evlen + dlen + 32);
-    buf_puts(&b, "id: ");
-    buf_append(&b, id, idlen);
-    buf_puts(&b, "\nevent: ");
-    buf_append(&b, event, evlen);
-    /* One data line per line of the payload (JSON from PostgreSQL or jansson has none, but a
-     * stray newline must not end the event early). */
-    buf_puts(&b, "\ndata: ");
-    for (size_t i = 0; i < dlen; i++) {
-        if (data[i] == '\n')
-            buf_puts(&b, "\ndata: ");
-        else if (data[i] != '\r')
-            buf_putc(&b, data[i]);
-    }
-    buf_puts(&b, "\n\n");
-    sbuf_t *sb = sbuf_new(b.data, b.len);
-    buf_free(&b);
-    return sb;
+    return sse_encode_event(id, idlen, event, evlen, data, dlen);
 }
 
 /* Queues on one stream; a stream over its cap is closed. Returns false when it was closed. */
@@ -486,8 +470,8 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         /* A user stream carries an organization's events only while the user's membership
          * there is active. Every event of the product names its organization (events_publish
          * requires it); one that names none is not organization-scoped and passes. */
-        bool pass = st->kind != STREAM_USER || st->all_orgs || !has_org ||
-                    org_listed(st, org, orglen);
+        bool pass =
+            st->kind != STREAM_USER || st->all_orgs || !has_org || org_listed(st, org, orglen);
         if (pass) stream_send(st, sb);
         if (last) break;
         sub = next;
@@ -592,8 +576,7 @@ static void copy_id(char *dst, size_t n, const char *src)
 }
 
 void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
-                  const stream_auth_t *auth, const char *mentorship_id,
-                  const char *organization_id)
+                  const stream_auth_t *auth, const char *mentorship_id, const char *organization_id)
 {
     http_res_header(req, "Cache-Control", "no-cache");
     http_res_header(req, "X-Accel-Buffering", "no");

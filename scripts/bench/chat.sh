@@ -21,6 +21,7 @@ THREADS="${BENCH_THREADS:-2}"
 ONLY="${BENCH_ONLY:-history search post conversations}"
 export PORT="${COACHD_BENCH_PORT:-58191}" HOST=127.0.0.1 WORKERS="${WORKERS:-1}"
 export LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 RATE_LIMITER_ENABLED=false
+export MAX_CONNECTIONS_PER_IP=0 # every load client connects from 127.0.0.1
 export CLIENT_KEY=bench-client-key PUBLIC_URL="http://127.0.0.1:$PORT"
 export PUSH_URL="http://127.0.0.1:9/push" MAIL_DIR="${MAIL_DIR:-$(mktemp -d)}"
 export STORAGE_DRIVER=local STORAGE_DIR="${STORAGE_DIR:-$(mktemp -d)}"

@@ -29,6 +29,7 @@ raise_nofile
 export PORT="${COACHD_BENCH_PORT:-58180}" HOST=127.0.0.1 APP_ENV=development
 export WORKERS="${WORKERS:-1}" LOG_LEVEL="${LOG_LEVEL:-warn}"
 export AUTH_RATE_LIMIT_POINTS=0 RATE_LIMITER_ENABLED=false
+export MAX_CONNECTIONS_PER_IP=0 # every load client connects from 127.0.0.1
 export CLIENT_KEY=bench-client-key
 export PUBLIC_URL="http://127.0.0.1:$PORT" MAIL_FROM="${MAIL_FROM:-noreply@coachd.test}"
 # Nothing leaves this machine: mail goes to .eml files, push to a closed local port.

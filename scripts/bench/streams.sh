@@ -32,7 +32,7 @@ build-release/coachd migrate >"$LOGS/migrate.log" 2>&1 || { cat "$LOGS/migrate.l
 psql -X -q -At -v n="$USERS" -d "$DATABASE_URL" -f scripts/bench/seed_stream_users.sql >"$LOGS/stream-users.txt"
 if port_in_use "$PORT"; then die "port $PORT is taken"; fi
 
-PORT="$PORT" HOST=0.0.0.0 WORKERS=1 LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 MAIL_DIR=.local/bench-mail \
+PORT="$PORT" HOST=0.0.0.0 WORKERS=1 LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 MAX_CONNECTIONS_PER_IP=0 MAIL_DIR=.local/bench-mail \
     PUSH_URL="http://127.0.0.1:9/push" build-release/coachd serve >"$LOGS/streams-coachd.log" 2>&1 &
 SERVER=$!
 trap 'stop_pid $SERVER 10' EXIT

@@ -5,7 +5,7 @@
  * catches state carried wrongly across pieces as well as memory errors (ASan, UBSan).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I. core/multipart.c \
- *       tests/fuzz/fuzz_multipart.c -o fuzz_multipart   (tests/fuzz/run does this)
+ *       tests/fuzz/fuzz_multipart.c -o fuzz_multipart   (scripts/fuzz builds it in build-fuzz)
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -5,12 +5,14 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -124,8 +126,8 @@ static void h_headers(http_req_t *req)
 {
     char *out = arena_strdup(&req->arena, "");
     for (int i = 0; i < req->nheaders; i++)
-        out = arena_printf(&req->arena, "%s%s=%s;", out, req->headers[i].name,
-                           req->headers[i].value);
+        out =
+            arena_printf(&req->arena, "%s%s=%s;", out, req->headers[i].name, req->headers[i].value);
     http_reply(req, 200, "text/plain", out, strlen(out));
 }
 
@@ -356,9 +358,9 @@ static void chunked_head_continue(void **s)
     c->len -= hlen;
     memmove(c->buf, c->buf + hlen, c->len);
     /* The connection is still in sync for the next request. */
-    r = roundtrip(
-        c, "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
-           "Content-Type: application/json\r\n\r\n");
+    r = roundtrip(c,
+                  "POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n"
+                  "Content-Type: application/json\r\n\r\n");
     assert_int_equal(r.status, 100);
     free(r.body);
     send_all(c->fd, "ok", 2);
@@ -387,6 +389,35 @@ static void streamed_upload(void **s)
     assert_int_equal(read_resp(c, &r), 0);
     assert_int_equal(r.status, 201);
     assert_string_equal(r.body, "{\"bytes\":3145728}");
+    free(r.body);
+    close_conn(c);
+}
+
+/* A streamed-body route asked to read a body the request does not have (Content-Length: 0, or
+ * none): its end callback runs at once and the next pipelined request is answered after it.
+ * Found by tests/fuzz/fuzz_http: the next request used to be parsed into the upload (which
+ * leaked and never answered). */
+static void streamed_route_without_body(void **s)
+{
+    (void)s;
+    conn_t *c = open_conn();
+    send_all(c->fd,
+             "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+             "POST /upload HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n"
+             "GET /echo/z HTTP/1.1\r\nHost: t\r\n\r\n",
+             strlen("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+                    "POST /upload HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n\r\n"
+                    "GET /echo/z HTTP/1.1\r\nHost: t\r\n\r\n"));
+    resp_t r;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(read_resp(c, &r), 0);
+        assert_int_equal(r.status, 201);
+        assert_string_equal(r.body, "{\"bytes\":0}");
+        free(r.body);
+    }
+    assert_int_equal(read_resp(c, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"x\":\"z\""));
     free(r.body);
     close_conn(c);
 }
@@ -562,9 +593,135 @@ static void lingering_is_bounded(void **s)
     close_conn(c);
 }
 
+/* ---- connection limits (main() sets MAX_CONNECTIONS=24, MAX_CONNECTIONS_PER_IP=16,
+ * REQUEST_TIMEOUT_SECONDS=2) ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Connects from a given loopback address; returns 1 when the server answered 503 at once (a
+ * refused connection), 0 when it took the connection (the fd stays in *fd_out). */
+static int dial_from(const char *src, int *fd_out)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in b = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &b.sin_addr);
+    assert_int_equal(bind(fd, (struct sockaddr *)&b, sizeof(b)), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, 300) == 1) {
+        char buf[512];
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        assert_true(n > 12);
+        buf[n] = 0;
+        assert_int_equal(strncmp(buf, "HTTP/1.1 503 ", 13), 0);
+        assert_non_null(strstr(buf, "\"UNAVAILABLE\""));
+        return 1;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+static void connection_caps(void **s)
+{
+    (void)s;
+    usleep(300 * 1000); /* connections of earlier tests finish closing */
+    int fds[64], nfds = 0, refused_a = 0, refused_b = 0;
+    for (int i = 0; i < 20; i++) {
+        int fd;
+        if (dial_from("127.0.0.1", &fd))
+            refused_a++;
+        else
+            fds[nfds++] = fd;
+    }
+    /* MAX_CONNECTIONS_PER_IP: 16 from one address, the rest refused. */
+    assert_int_equal(nfds, 16);
+    assert_int_equal(refused_a, 4);
+    /* Another address is not held by the first one's cap, but by MAX_CONNECTIONS (24). */
+    int taken_b = 0;
+    for (int i = 0; i < 12; i++) {
+        int fd;
+        if (dial_from("127.0.0.2", &fd))
+            refused_b++;
+        else
+            fds[nfds++] = fd, taken_b++;
+    }
+    assert_int_equal(taken_b, 8);
+    assert_int_equal(refused_b, 4);
+    /* The connections taken work. */
+    conn_t c = {.fd = fds[0]};
+    struct timeval tv = {5, 0};
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    resp_t r = roundtrip(&c, "GET /echo/cap HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_int_equal(r.status, 200);
+    free(r.body);
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    /* Once they close, the address is served again. */
+    usleep(300 * 1000);
+    int fd;
+    assert_int_equal(dial_from("127.0.0.1", &fd), 0);
+    close(fd);
+}
+
+/* A body trickled one byte at a time re-arms the per-read timeout forever; the whole-request
+ * deadline (REQUEST_TIMEOUT_SECONDS) ends it with 408. */
+static void trickled_body_hits_deadline(void **s)
+{
+    (void)s;
+    conn_t *c = open_conn();
+    const char *head = "POST /body HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 100\r\n\r\n";
+    double t0 = now_s();
+    send_all(c->fd, head, strlen(head));
+    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+    int sent = 0;
+    while (poll(&pfd, 1, 250) == 0 && sent < 40) {
+        send_all(c->fd, "x", 1);
+        sent++;
+    }
+    resp_t r;
+    assert_int_equal(read_resp(c, &r), 0);
+    double took = now_s() - t0;
+    assert_int_equal(r.status, 408);
+    assert_true(took > 1.5 && took < 4.5);
+    assert_true(sent < 40);
+    free(r.body);
+    close_conn(c);
+}
+
+/* A slow upload (streamed body) is not held to the deadline: only its per-read timeout. */
+static void streamed_body_has_no_deadline(void **s)
+{
+    (void)s;
+    conn_t *c = open_conn();
+    const char *head = "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 12\r\n\r\n";
+    send_all(c->fd, head, strlen(head));
+    for (int i = 0; i < 12; i++) {
+        usleep(250 * 1000); /* 3 s in all, over the 2 s deadline */
+        send_all(c->fd, "y", 1);
+    }
+    resp_t r;
+    assert_int_equal(read_resp(c, &r), 0);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(r.body, "{\"bytes\":12}");
+    free(r.body);
+    close_conn(c);
+}
+
 int main(void)
 {
     setenv("TRUSTED_ORIGINS", "http://trusted.example", 1);
+    setenv("MAX_CONNECTIONS", "24", 1);
+    setenv("MAX_CONNECTIONS_PER_IP", "16", 1);
+    setenv("REQUEST_TIMEOUT_SECONDS", "2", 1);
     config_load();
     port = 20000 + (int)(getpid() % 20000);
     loop = uv_loop_new();
@@ -573,13 +730,22 @@ int main(void)
     uv_async_init(loop, &stop_async, on_stop);
     pthread_create(&thread, NULL, server_main, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(keep_alive_and_params), cmocka_unit_test(pipelined_in_order),
-        cmocka_unit_test(errors_shape),          cmocka_unit_test(chunked_head_continue),
-        cmocka_unit_test(streamed_upload),       cmocka_unit_test(sse_stream),
-        cmocka_unit_test(client_gone_midway),    cmocka_unit_test(huge_content_length_everywhere),
-        cmocka_unit_test(trailers_are_dropped),  cmocka_unit_test(json_routes_need_json_type),
+        cmocka_unit_test(keep_alive_and_params),
+        cmocka_unit_test(pipelined_in_order),
+        cmocka_unit_test(errors_shape),
+        cmocka_unit_test(chunked_head_continue),
+        cmocka_unit_test(streamed_upload),
+        cmocka_unit_test(sse_stream),
+        cmocka_unit_test(client_gone_midway),
+        cmocka_unit_test(huge_content_length_everywhere),
+        cmocka_unit_test(trailers_are_dropped),
+        cmocka_unit_test(json_routes_need_json_type),
         cmocka_unit_test(lingering_close_after_413),
         cmocka_unit_test(lingering_is_bounded),
+        cmocka_unit_test(streamed_route_without_body),
+        cmocka_unit_test(connection_caps),
+        cmocka_unit_test(trickled_body_hits_deadline),
+        cmocka_unit_test(streamed_body_has_no_deadline),
     };
     int failed = cmocka_run_group_tests_name("core/http_loop", tests, NULL, NULL);
     uv_async_send(&stop_async);
