@@ -92,12 +92,12 @@ def test_search_returns_at_most_50(chat):
     assert len(page["data"]) == 5
 
 
-def test_search_beyond_the_newest_thousand(chat):
-    """Search reads the newest 1,000 messages in order, then the index for older ones: matches
+def test_search_beyond_the_newest_500(chat):
+    """Search reads the newest 500 messages in order, then the index for older ones: matches
     on both sides of that edge come out newest first, without repeats, and a page the window
     fills alone needs nothing older."""
     bodies = ["relleno %d" % i for i in range(1300)]
-    for i in (5, 150, 299, 300, 301, 1200, 1299):  # 300 is the oldest inside the window
+    for i in (5, 150, 799, 800, 801, 1200, 1299):  # 800 is the oldest inside the window
         bodies[i] = "cometa %d" % i
     insert_messages(chat.id, chat.uid("Coach"), bodies)
 
@@ -105,9 +105,9 @@ def test_search_beyond_the_newest_thousand(chat):
         page = chat.c("Coach").get_json(chat.msgs(), params={"q": "cometa", **query})
         return [int(x["body"].split()[1]) for x in page["data"]]
 
-    assert found() == [1299, 1200, 301, 300, 299, 150, 5]
-    assert found(limit=4) == [1299, 1200, 301, 300]
-    assert found(limit=6) == [1299, 1200, 301, 300, 299, 150]
+    assert found() == [1299, 1200, 801, 800, 799, 150, 5]
+    assert found(limit=4) == [1299, 1200, 801, 800]
+    assert found(limit=6) == [1299, 1200, 801, 800, 799, 150]
     assert found(q="relleno", limit=3) == [1298, 1297, 1296]
 
 
