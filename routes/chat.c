@@ -19,12 +19,13 @@
  *
  * Every request first reads the mentorship (and what else it needs) in one statement, decides
  * in C, then writes in one atomic statement whose WHERE repeats the conditions that a
- * concurrent request could change (a message deleted meanwhile matches nothing). Messages are
- * rendered by PostgreSQL (chat_message_json, migration 0010) in the same statement as the page
- * or the write. Events go out after the write committed, on the mentorship's channel and the
- * user channels of the coach, the teacher and the organization's Managers and
- * OrganizationAdmins. A new message is pushed (through the outbox, in the statement that
- * inserts it) to the coach and the teacher other than the sender.
+ * concurrent request could change (a message deleted meanwhile matches nothing). History and
+ * search pages are written as JSON in C from plain rows; single messages (a post, an edit) are
+ * rendered by PostgreSQL (chat_message_json, migration 0010) in the statement of the write. Events
+ * go out after the write committed, on the mentorship's channel and the user channels of the coach,
+ * the teacher and the organization's Managers and OrganizationAdmins. A new message is pushed
+ * (through the outbox, in the statement that inserts it) to the coach and the teacher other than
+ * the sender.
  */
 #include <jansson.h>
 #include <stdlib.h>
