@@ -19,12 +19,13 @@
  *
  * Every request first reads the mentorship (and what else it needs) in one statement, decides
  * in C, then writes in one atomic statement whose WHERE repeats the conditions that a
- * concurrent request could change (a message deleted meanwhile matches nothing). Messages are
- * rendered by PostgreSQL (chat_message_json, migration 0010) in the same statement as the page
- * or the write. Events go out after the write committed, on the mentorship's channel and the
- * user channels of the coach, the teacher and the organization's Managers and
- * OrganizationAdmins. A new message is pushed (through the outbox, in the statement that
- * inserts it) to the coach and the teacher other than the sender.
+ * concurrent request could change (a message deleted meanwhile matches nothing). History and
+ * search pages are written as JSON in C from plain rows; single messages (a post, an edit) are
+ * rendered by PostgreSQL (chat_message_json, migration 0010) in the statement of the write. Events
+ * go out after the write committed, on the mentorship's channel and the user channels of the coach,
+ * the teacher and the organization's Managers and OrganizationAdmins. A new message is pushed
+ * (through the outbox, in the statement that inserts it) to the coach and the teacher other than
+ * the sender.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -310,50 +311,156 @@ static void reply_data(http_req_t *req, int status, const char *obj)
 
 /* ---- history and search ---- */
 
-/* $1 mentorship, $2 before (or NULL), $3 limit. Columns: access, has more, nextCursor, page. */
+/* The page's messages as plain rows, written as JSON in C (json_build_object per message, its
+ * sender and its reply preview was most of the cost of a page). Every row repeats the access
+ * columns (read once, in a materialized CTE: the administrators' list is a subquery); a
+ * mentorship without messages gives one row whose message columns are NULL. Attachments and
+ * reactions stay JSON from SQL (few messages have any), aggregated once for the whole page
+ * (the shapes of chat_attachments_json and chat_reactions_json, migration 0010): calling those
+ * functions per message cost as much as the rest of the statement. Columns after the access
+ * ones: H_*. */
+#define SQL_PAGE_SELECT                                                                            \
+    ", att AS (SELECT a.message_id, json_agg(json_build_object('id', a.id, 'fileId', a.file_id,"   \
+    "   'filename', f.filename, 'mimeType', f.mime_type, 'sizeBytes', f.size_bytes,"               \
+    "   '_key', f.storage_key) ORDER BY a.position) AS j"                                          \
+    "   FROM chat_message_attachments a LEFT JOIN files f ON f.id = a.file_id"                     \
+    "   WHERE a.message_id IN (SELECT id FROM page) GROUP BY a.message_id),"                       \
+    " rx AS (SELECT r.message_id, json_agg(json_build_object('emoji', r.emoji, 'count', r.n,"      \
+    "   'userIds', r.users) ORDER BY r.first_at, r.emoji) AS j"                                    \
+    "   FROM (SELECT message_id, emoji, count(*) AS n,"                                            \
+    "     json_agg(user_id ORDER BY created_at, user_id) AS users, min(created_at) AS first_at"    \
+    "     FROM chat_reactions WHERE message_id IN (SELECT id FROM page) GROUP BY 1, 2) r"          \
+    "   GROUP BY 1)"                                                                               \
+    " SELECT acc.*, p.id, p.sender_id, p.body, p.client_message_id, chat_iso(p.created_at),"       \
+    "   chat_iso(p.edited_at), chat_iso(p.deleted_at), p.reply_to_message_id, rp.id,"              \
+    "   rp.sender_id, user_display_name(ru.first_name, ru.last_name),"                             \
+    "   CASE WHEN rp.deleted_at IS NULL THEN left(rp.body, 120) END, su.id, su.first_name,"        \
+    "   su.last_name, su.email, su.avatar_url, att.j, rx.j"                                        \
+    " FROM acc LEFT JOIN page p ON true"                                                           \
+    " LEFT JOIN att ON att.message_id = p.id LEFT JOIN rx ON rx.message_id = p.id"                 \
+    " LEFT JOIN chat_messages rp ON rp.id = p.reply_to_message_id"                                 \
+    " LEFT JOIN users ru ON ru.id = rp.sender_id"                                                  \
+    " LEFT JOIN users su ON su.id = p.sender_id"                                                   \
+    " ORDER BY p.created_at DESC"
+
+/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore. */
 static const char SQL_HISTORY[] =
-    "WITH page AS (SELECT c AS msg, c.created_at FROM chat_messages c"
+    "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
+    "   WHERE m.id = $1::uuid),"
+    " page AS (SELECT c.* FROM chat_messages c"
     "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL"
     "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
-    "   ORDER BY c.created_at DESC LIMIT $3::int + 1),"
-    " shown AS (SELECT * FROM page ORDER BY created_at DESC LIMIT $3::int)"
-    " SELECT " SQL_ACCESS_COLS ","
-    "   (SELECT count(*) FROM page) > $3::int,"
-    "   (SELECT chat_iso(min(created_at)) FROM shown),"
-    "   (SELECT COALESCE(json_agg(chat_message_json(msg) ORDER BY created_at DESC), '[]')"
-    "    FROM shown)"
-    " FROM mentorships m WHERE m.id = $1::uuid";
+    "   ORDER BY c.created_at DESC LIMIT $3::int + 1)" SQL_PAGE_SELECT;
 
-/* $1 mentorship, $2 before (or NULL), $3 limit, $4 the search term. */
+/* $1 mentorship, $2 before (or NULL), $3 limit, $4 the search term (chat_search_page,
+ * migration 0010, chooses between reading the newest messages in order and the GIN index). */
 static const char SQL_SEARCH[] =
-    "WITH q AS MATERIALIZED (SELECT chat_search_query($4) AS tq),"
-    " shown AS (SELECT c AS msg, c.created_at FROM chat_messages c, q"
-    "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL AND c.search_tsv @@ q.tq"
-    "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
-    "   ORDER BY c.created_at DESC LIMIT $3::int)"
-    " SELECT " SQL_ACCESS_COLS ", false, NULL,"
-    "   (SELECT COALESCE(json_agg(chat_message_json(msg) ORDER BY created_at DESC), '[]')"
-    "    FROM shown)"
-    " FROM mentorships m WHERE m.id = $1::uuid";
+    "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
+    "   WHERE m.id = $1::uuid),"
+    " page AS MATERIALIZED (SELECT * FROM chat_search_page($1::uuid,"
+    "   COALESCE($2::timestamptz, 'infinity'), $3::int, chat_search_query($4)))" SQL_PAGE_SELECT;
+
+enum {
+    H_ID = ACCESS_NCOLS,
+    H_SENDER_ID,
+    H_BODY,
+    H_CLIENT_ID,
+    H_CREATED,
+    H_EDITED,
+    H_DELETED,
+    H_REPLY_TO_ID,
+    H_REPLY_ID,
+    H_REPLY_SENDER,
+    H_REPLY_NAME,
+    H_REPLY_BODY,
+    H_USER_ID,
+    H_USER_FIRST,
+    H_USER_LAST,
+    H_USER_EMAIL,
+    H_USER_AVATAR,
+    H_ATTACHMENTS,
+    H_REACTIONS,
+};
+
+static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, key);
+    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
+}
+
+/* One ChatMessage (the shape of chat_message_obj, migration 0010) from row i of a page. */
+static void message_row(buf_t *b, const db_result_t *r, int i, const char *mentorship_id)
+{
+    member(b, "{\"id\":", r, i, H_ID);
+    buf_puts(b, ",\"mentorshipId\":");
+    buf_json_str(b, mentorship_id);
+    member(b, ",\"senderId\":", r, i, H_SENDER_ID);
+    member(b, ",\"body\":", r, i, H_BODY);
+    member(b, ",\"clientMessageId\":", r, i, H_CLIENT_ID);
+    member(b, ",\"createdAt\":", r, i, H_CREATED);
+    member(b, ",\"editedAt\":", r, i, H_EDITED);
+    member(b, ",\"deletedAt\":", r, i, H_DELETED);
+    member(b, ",\"replyToMessageId\":", r, i, H_REPLY_TO_ID);
+    if (db_isnull(r, i, H_REPLY_ID)) {
+        buf_puts(b, ",\"replyTo\":null");
+    } else {
+        member(b, ",\"replyTo\":{\"id\":", r, i, H_REPLY_ID);
+        member(b, ",\"senderId\":", r, i, H_REPLY_SENDER);
+        member(b, ",\"senderName\":", r, i, H_REPLY_NAME);
+        member(b, ",\"body\":", r, i, H_REPLY_BODY);
+        buf_putc(b, '}');
+    }
+    buf_puts(b, ",\"attachments\":");
+    buf_puts(b, db_isnull(r, i, H_ATTACHMENTS) ? "[]" : db_get(r, i, H_ATTACHMENTS));
+    buf_puts(b, ",\"reactions\":");
+    buf_puts(b, db_isnull(r, i, H_REACTIONS) ? "[]" : db_get(r, i, H_REACTIONS));
+    if (db_isnull(r, i, H_USER_ID)) {
+        buf_puts(b, ",\"sender\":null}");
+    } else {
+        member(b, ",\"sender\":{\"id\":", r, i, H_USER_ID);
+        member(b, ",\"firstName\":", r, i, H_USER_FIRST);
+        member(b, ",\"lastName\":", r, i, H_USER_LAST);
+        member(b, ",\"email\":", r, i, H_USER_EMAIL);
+        member(b, ",\"avatar\":", r, i, H_USER_AVATAR);
+        buf_puts(b, "}}");
+    }
+}
+
+/* What history_on_page needs of the request. */
+typedef struct page_req {
+    int limit;
+    bool search;
+} page_req_t;
 
 static void history_on_page(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
     if (db_failed_or_reply(req, r)) return;
     if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
-    const int col = ACCESS_NCOLS;
-    bool more = db_get(r, 0, col)[0] == 't';
-    const char *page = with_urls(req, db_get(r, 0, col + 2), db_getlen(r, 0, col + 2));
+    const page_req_t *pr = req->data;
+    int n = db_isnull(r, 0, H_ID) ? 0 : db_nrows(r);
+    bool more = n > pr->limit;
+    if (more) n = pr->limit;
+    const char *mid = lower_ascii(req, http_req_param(req, 0));
     buf_t b = BUF_INIT;
-    buf_puts(&b, "{\"data\":");
-    buf_puts(&b, page);
-    buf_puts(&b, ",\"meta\":{\"nextCursor\":");
-    if (db_isnull(r, 0, col + 1))
-        buf_puts(&b, "null");
-    else
-        buf_json_str(&b, db_get(r, 0, col + 1));
+    buf_reserve(&b, 128 + (size_t)n * 1024);
+    buf_puts(&b, "{\"data\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) buf_putc(&b, ',');
+        message_row(&b, r, i, mid);
+    }
+    buf_puts(&b, "],\"meta\":{\"nextCursor\":");
+    /* Search results are one page: no cursor. */
+    buf_json_str(&b, n && !pr->search ? db_get(r, n - 1, H_CREATED) : NULL);
     buf_puts(&b, more ? ",\"hasMore\":true}}" : ",\"hasMore\":false}}");
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+    if (!memmem(b.data, b.len, "\"_key\"", 6) &&
+        !memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
+        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+        return;
+    }
+    const char *json = with_urls(req, b.data, b.len);
+    buf_free(&b);
+    http_reply_json(req, 200, json);
 }
 
 static void list_messages(http_req_t *req)
@@ -386,6 +493,10 @@ static void list_messages(http_req_t *req)
     if (verr_reply(req, &v)) return;
     if (term && limit > CHAT_SEARCH_MAX) limit = CHAT_SEARCH_MAX;
     const char *lim = arena_printf(&req->arena, "%d", limit);
+    page_req_t *pr = arena_calloc(&req->arena, sizeof(*pr));
+    pr->limit = limit;
+    pr->search = term != NULL;
+    req->data = pr;
     if (term) {
         const char *params[] = {mid, before, lim, term};
         db_req_query(req, SQL_SEARCH, 4, params, history_on_page);
@@ -871,21 +982,26 @@ static void unread(http_req_t *req)
 /* ---- conversations ---- */
 
 /* $1 organization, $2 caller, $3 every mentorship of the organization (else the caller's
- * own), $4 whether the caller has unread counts (participants). Newest last message first.
+ * own), $4 whether the caller has unread counts (participants). Newest last message first;
+ * the last message is the stored one of chat_conversations (migration 0010), not a probe of
+ * every mentorship's messages. The unread count is chat_unread written out: as a function
+ * call per row (not inlined, for its CASE of subqueries) it cost more than the rest.
  * Plain rows (CONV_*), written as JSON in C: building 2,000 objects with json_build_object cost
  * more than the rest of the statement. */
 static const char SQL_CONVERSATIONS[] =
     "SELECT m.id, m.title, m.status, ou.id, ou.first_name, ou.last_name, ou.email,"
-    "   ou.avatar_url, lm.id, lm.body, lm.sender_id, chat_iso(lm.created_at),"
-    "   CASE WHEN $4::boolean THEN chat_unread(m.id, $2, rr.last_read_at) ELSE 0 END"
+    "   ou.avatar_url, v.last_message_id, v.last_body, v.last_sender_id, chat_iso(v.last_at),"
+    "   CASE WHEN NOT $4::boolean THEN 0 WHEN rr.last_read_at IS NULL THEN"
+    "     (SELECT COALESCE(sum(k.n), 0) FROM chat_counts k WHERE k.mentorship_id = m.id"
+    "      AND k.sender_id <> $2)"
+    "   ELSE (SELECT count(*) FROM chat_messages c WHERE c.mentorship_id = m.id"
+    "     AND c.deleted_at IS NULL AND c.sender_id <> $2 AND c.created_at > rr.last_read_at) END"
     " FROM mentorships m"
-    " JOIN LATERAL (SELECT c.id, c.body, c.sender_id, c.created_at FROM chat_messages c"
-    "   WHERE c.mentorship_id = m.id AND c.deleted_at IS NULL"
-    "   ORDER BY c.created_at DESC LIMIT 1) lm ON true"
+    " JOIN chat_conversations v ON v.mentorship_id = m.id AND v.last_message_id IS NOT NULL"
     " LEFT JOIN chat_read_receipts rr ON rr.mentorship_id = m.id AND rr.user_id = $2"
     " JOIN users ou ON ou.id = CASE WHEN m.teacher_id = $2 THEN m.coach_id ELSE m.teacher_id END"
     " WHERE m.organization_id = $1::uuid AND ($3::boolean OR $2 IN (m.coach_id, m.teacher_id))"
-    " ORDER BY lm.created_at DESC, m.id";
+    " ORDER BY v.last_at DESC, m.id";
 
 enum {
     CONV_ID,
@@ -902,12 +1018,6 @@ enum {
     CONV_MSG_CREATED,
     CONV_UNREAD,
 };
-
-static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_puts(b, key);
-    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
-}
 
 static void conversations_on_rows(http_req_t *req, db_result_t *r)
 {

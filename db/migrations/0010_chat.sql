@@ -77,6 +77,47 @@ CREATE INDEX chat_messages_search_idx ON chat_messages USING gin (mentorship_id,
 CREATE INDEX chat_messages_reply_idx ON chat_messages (reply_to_message_id)
     WHERE reply_to_message_id IS NOT NULL;
 
+-- One page of search results: live messages of a mentorship older than `before` that match
+-- tq, newest first, at most lim. The newest 500 messages are read in order and matched one by
+-- one, which stops as soon as the page is full: for a common word ("reunión" is in an eighth of
+-- all messages) that is a few hundred rows, where the GIN index would first gather every
+-- posting of the word in the whole table. Only when the page is not full after that window
+-- does the GIN index (chat_messages_search_idx) search the older messages, so a rare word in a
+-- long conversation still costs an index search, not a scan of the conversation.
+CREATE FUNCTION chat_search_page(m uuid, before timestamptz, lim integer, tq tsquery)
+    RETURNS SETOF chat_messages
+    -- A page, not the default estimate of 1,000 rows: with that, the statement that renders the
+    -- page read all attachments of the table in a hash join instead of probing the page's.
+    LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 20 AS $$
+DECLARE
+    found integer;
+    edge  timestamptz;
+BEGIN
+    RETURN QUERY
+        SELECT w.* FROM (SELECT * FROM chat_messages c
+                         WHERE c.mentorship_id = m AND c.deleted_at IS NULL
+                         AND c.created_at < before
+                         ORDER BY c.created_at DESC LIMIT 500) w
+        WHERE w.search_tsv @@ tq
+        ORDER BY w.created_at DESC LIMIT lim;
+    GET DIAGNOSTICS found = ROW_COUNT;
+    IF found >= lim THEN
+        RETURN;
+    END IF;
+    SELECT c.created_at INTO edge FROM chat_messages c
+    WHERE c.mentorship_id = m AND c.deleted_at IS NULL AND c.created_at < before
+    ORDER BY c.created_at DESC OFFSET 499 LIMIT 1;
+    IF edge IS NULL THEN
+        RETURN; -- the window held every message
+    END IF;
+    RETURN QUERY
+        SELECT * FROM chat_messages c
+        WHERE c.mentorship_id = m AND c.deleted_at IS NULL AND c.created_at < edge
+        AND c.search_tsv @@ tq
+        ORDER BY c.created_at DESC LIMIT lim - found;
+END
+$$;
+
 CREATE TABLE chat_message_attachments (
     id         uuid PRIMARY KEY,
     message_id uuid NOT NULL REFERENCES chat_messages (id) ON DELETE CASCADE,
@@ -107,6 +148,43 @@ CREATE TABLE chat_counts (
     PRIMARY KEY (mentorship_id, sender_id)
 );
 
+-- Each conversation's last live message, kept by the same statement triggers, so the
+-- conversation list reads one row per mentorship instead of probing every mentorship's messages.
+-- Inserts move it forward; any other change of a mentorship's messages (an edit of the last
+-- message's body, soft and hard deletes) recomputes the row from chat_messages_live_idx. last_message_id is NULL while the mentorship has no live message. No foreign key: a
+-- cascaded delete of a mentorship removes its messages, whose delete trigger then drops the row
+-- (a foreign key would make the refresh of that trigger insert a row it rejects).
+CREATE TABLE chat_conversations (
+    mentorship_id   uuid PRIMARY KEY,
+    last_message_id uuid,
+    last_sender_id  text,
+    last_body       text,
+    last_at         timestamptz
+);
+
+-- Recomputes the rows of the given mentorships. The rows are locked first (in key order, so
+-- concurrent writers lock in the same order) and computed in a later statement: under READ
+-- COMMITTED that statement's snapshot sees every message committed by a writer that held a lock
+-- before, so the last writer to get the lock always leaves the true last message.
+CREATE FUNCTION chat_conversations_refresh(ms uuid[]) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO chat_conversations (mentorship_id)
+    SELECT DISTINCT m FROM unnest(ms) m ORDER BY 1
+    ON CONFLICT (mentorship_id) DO NOTHING;
+    PERFORM 1 FROM chat_conversations WHERE mentorship_id = ANY (ms)
+    ORDER BY mentorship_id FOR UPDATE;
+    UPDATE chat_conversations v
+    SET last_message_id = lm.id, last_sender_id = lm.sender_id, last_body = lm.body,
+        last_at = lm.created_at
+    FROM (SELECT DISTINCT m FROM unnest(ms) m) d
+    LEFT JOIN LATERAL (SELECT c.id, c.sender_id, c.body, c.created_at FROM chat_messages c
+                       WHERE c.mentorship_id = d.m AND c.deleted_at IS NULL
+                       ORDER BY c.created_at DESC LIMIT 1) lm ON true
+    WHERE v.mentorship_id = d.m;
+END
+$$;
+
 CREATE FUNCTION chat_counts_apply() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
@@ -115,11 +193,25 @@ BEGIN
         SELECT mentorship_id, sender_id, count(*) FROM new_rows WHERE deleted_at IS NULL
         GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (mentorship_id, sender_id) DO UPDATE SET n = c.n + EXCLUDED.n;
+        -- New messages can only move the last message forward: a monotone upsert, no probe.
+        -- DO UPDATE compares against the latest committed row, so it composes with a refresh.
+        INSERT INTO chat_conversations AS v
+        SELECT DISTINCT ON (mentorship_id) mentorship_id, id, sender_id, body, created_at
+        FROM new_rows WHERE deleted_at IS NULL ORDER BY mentorship_id, created_at DESC
+        ON CONFLICT (mentorship_id) DO UPDATE SET last_message_id = EXCLUDED.last_message_id,
+            last_sender_id = EXCLUDED.last_sender_id, last_body = EXCLUDED.last_body,
+            last_at = EXCLUDED.last_at
+        WHERE v.last_at IS NULL OR v.last_at < EXCLUDED.last_at;
     ELSIF TG_OP = 'DELETE' THEN
         UPDATE chat_counts c SET n = c.n - d.k
         FROM (SELECT mentorship_id, sender_id, count(*) AS k FROM old_rows
               WHERE deleted_at IS NULL GROUP BY 1, 2 ORDER BY 1, 2) d
         WHERE c.mentorship_id = d.mentorship_id AND c.sender_id = d.sender_id;
+        PERFORM chat_conversations_refresh(ARRAY(SELECT DISTINCT mentorship_id FROM old_rows));
+        -- Rows of mentorships deleted in this transaction (their messages went by cascade).
+        DELETE FROM chat_conversations v
+        WHERE v.mentorship_id IN (SELECT mentorship_id FROM old_rows)
+        AND NOT EXISTS (SELECT 1 FROM mentorships m WHERE m.id = v.mentorship_id);
     ELSE
         INSERT INTO chat_counts AS c
         SELECT mentorship_id, sender_id, sum(k)
@@ -128,6 +220,8 @@ BEGIN
               SELECT mentorship_id, sender_id, -1 FROM old_rows WHERE deleted_at IS NULL) d
         GROUP BY 1, 2 HAVING sum(k) <> 0 ORDER BY 1, 2
         ON CONFLICT (mentorship_id, sender_id) DO UPDATE SET n = c.n + EXCLUDED.n;
+        PERFORM chat_conversations_refresh(ARRAY(SELECT mentorship_id FROM new_rows
+                                                 UNION SELECT mentorship_id FROM old_rows));
     END IF;
     RETURN NULL;
 END
@@ -144,7 +238,8 @@ CREATE TRIGGER chat_counts_del AFTER DELETE ON chat_messages
     FOR EACH STATEMENT EXECUTE FUNCTION chat_counts_apply();
 
 -- Unread messages of user_id in a mentorship: messages of others, not deleted, newer than the
--- receipt (read_at; NULL without one).
+-- receipt (read_at; NULL without one). GET /api/chat/conversations writes the same expression
+-- out inline (routes/chat.c): change both together.
 CREATE FUNCTION chat_unread(mentorship uuid, user_id text, read_at timestamptz) RETURNS bigint
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN CASE WHEN read_at IS NULL THEN
@@ -175,6 +270,7 @@ CREATE FUNCTION chat_user_json(u users) RETURNS json
                              'email', u.email, 'avatar', u.avatar_url);
 
 -- ChatReaction[]: one element per emoji in the order it was first used, userIds oldest first.
+-- History pages aggregate the same shape for all their messages at once (routes/chat.c).
 CREATE FUNCTION chat_reactions_json(message uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN (SELECT COALESCE(json_agg(json_build_object('emoji', r.emoji, 'count', r.n,
@@ -185,6 +281,7 @@ CREATE FUNCTION chat_reactions_json(message uuid) RETURNS json
                   FROM chat_reactions WHERE message_id = message GROUP BY emoji) r);
 
 -- ChatAttachment[] with "_key" (the storage key): the server replaces it by a presigned url.
+-- History pages aggregate the same shape for all their messages at once (routes/chat.c).
 CREATE FUNCTION chat_attachments_json(message uuid) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN (SELECT COALESCE(json_agg(json_build_object('id', a.id, 'fileId', a.file_id,

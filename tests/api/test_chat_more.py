@@ -92,6 +92,25 @@ def test_search_returns_at_most_50(chat):
     assert len(page["data"]) == 5
 
 
+def test_search_beyond_the_newest_500(chat):
+    """Search reads the newest 500 messages in order, then the index for older ones: matches
+    on both sides of that edge come out newest first, without repeats, and a page the window
+    fills alone needs nothing older."""
+    bodies = ["relleno %d" % i for i in range(1300)]
+    for i in (5, 150, 799, 800, 801, 1200, 1299):  # 800 is the oldest inside the window
+        bodies[i] = "cometa %d" % i
+    insert_messages(chat.id, chat.uid("Coach"), bodies)
+
+    def found(**query):
+        page = chat.c("Coach").get_json(chat.msgs(), params={"q": "cometa", **query})
+        return [int(x["body"].split()[1]) for x in page["data"]]
+
+    assert found() == [1299, 1200, 801, 800, 799, 150, 5]
+    assert found(limit=4) == [1299, 1200, 801, 800]
+    assert found(limit=6) == [1299, 1200, 801, 800, 799, 150]
+    assert found(q="relleno", limit=3) == [1298, 1297, 1296]
+
+
 # ---- reactions -----------------------------------------------------------------------------
 
 
@@ -245,6 +264,29 @@ def test_conversations_per_role(chat):
     # Another organization sees none of them.
     assert Chat().c("Manager").get_json("/api/chat/conversations")["data"] == []
     assert a["id"]
+
+
+def test_conversation_last_message_follows_edits_and_deletes(chat):
+    """The conversation list reads a stored last message: every change of the mentorship's
+    messages (post, edit, soft delete, direct insert) must be reflected in it."""
+    def last(key="Coach"):
+        conv = [x for x in chat.c(key).get_json("/api/chat/conversations")["data"]
+                if x["mentorshipId"] == chat.id]
+        return conv[0]["lastMessage"] if conv else None
+
+    a = chat.post("Teacher", "older")
+    b = chat.post("Coach", "newer")
+    assert last()["id"] == b["id"]
+    chat.c("Coach").patch_json(chat.msgs("/" + b["id"]), {"body": "newer, edited"})
+    assert last() == {"id": b["id"], "body": "newer, edited", "senderId": chat.uid("Coach"),
+                      "createdAt": b["createdAt"]}
+    chat.c("Coach").delete(chat.msgs("/" + b["id"]))
+    assert last()["id"] == a["id"] and last("Manager")["body"] == "older"
+    chat.c("Teacher").delete(chat.msgs("/" + a["id"]))
+    assert last() is None  # no live message: not listed
+    c = chat.post("Teacher", "back again")
+    assert last() == {"id": c["id"], "body": "back again", "senderId": chat.uid("Teacher"),
+                      "createdAt": c["createdAt"]}
 
 
 # ---- events --------------------------------------------------------------------------------
