@@ -3,11 +3,15 @@ on /api/auth and the `eventsource` package on both event streams. Both are npm p
 package.json and run by node; the tests drive them and check what they report."""
 import json
 import os
+import queue
 import subprocess
+import threading
+import time
 
 import pytest
 
-from helpers import BASE_URL, PASSWORD, Client, MailBox, sign_in, unique_email
+from chat_fixtures import Chat
+from helpers import BASE_URL, PASSWORD, Client, MailBox, redis_cli, sign_in, unique_email
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WEB_ORIGIN = "http://trusted.example"  # one of the TRUSTED_ORIGINS scripts/test gives coachd
@@ -122,3 +126,77 @@ def test_better_auth_change_password(ba):
     assert ok(ba.call("getSession"))["user"]["email"] == email  # this session stays
     sign_in(email, PASSWORD, expect=401)
     sign_in(email, "brand-new-pass")
+
+
+# ---- the eventsource package on both streams ----------------------------------------------------
+
+
+class ESClient:
+    """One `eventsource` EventSource in node; next(kind) returns its next report of that kind."""
+
+    def __init__(self, client, path, types=("chat-message",)):
+        need("eventsource")
+        self.p = subprocess.Popen(["node", os.path.join(HERE, "eventsource_client.js"),
+                                   BASE_URL + path, client.session_token, *types],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  cwd=HERE)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            self.q.put(json.loads(line))
+        self.q.put(None)
+
+    def next(self, kind, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, "no %s from eventsource within %.0f s" % (kind, timeout)
+            try:
+                item = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            assert item is not None, "eventsource client exited"
+            if item["kind"] == kind:
+                return item
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+
+
+def evict_streams(user_id):
+    """Closes every open stream of the user from the server side, as the per-user stream cap
+    does (rt/streams.c "stream-evicted"); the session stays valid, so clients may reconnect."""
+    ids = redis_cli("ZRANGE", "streams:%s" % user_id, "0", "-1").split()
+    assert ids
+    for sid in ids:
+        redis_cli("PUBLISH", "user:%s:control" % user_id,
+                  json.dumps({"type": "stream-evicted", "streamId": sid}, separators=(",", ":")))
+
+
+@pytest.fixture(scope="module")
+def chat():
+    return Chat()
+
+
+@pytest.mark.parametrize("which", ["mentorship", "user"])
+def test_eventsource_delivers_and_reconnects(chat, which):
+    teacher = chat.c("Teacher")
+    path = "/api/events/mentorships/%s/events" % chat.id if which == "mentorship" \
+        else "/api/events/users/me/events"
+    es = ESClient(teacher, path)
+    try:
+        es.next("open")
+        first = chat.post("Coach", "before the drop %s" % which)
+        ev = es.next("event")
+        assert json.loads(ev["data"])["id"] == first["id"]
+        evict_streams(chat.uid("Teacher"))
+        es.next("error")  # the server closed the stream; the package reconnects by itself
+        es.next("open")
+        later = chat.post("Coach", "after the reconnect %s" % which)
+        ev = es.next("event")
+        assert json.loads(ev["data"])["id"] == later["id"]
+    finally:
+        es.close()
