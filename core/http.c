@@ -30,6 +30,7 @@
 #include "core/checked.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/mem.h"
 #include "core/router.h"
 #include "core/url.h"
@@ -498,6 +499,8 @@ static const char *log_path(http_req_t *req)
 static void log_request(http_req_t *req)
 {
     double ms = (double)(uv_hrtime() - req->start_ns) / 1e6;
+    metrics_observe(req->method_name, req->route ? req->route->pattern : NULL, req->status,
+                    ms / 1e3);
     log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-", log_path(req),
              req->status, ms, req->id);
 }

@@ -25,6 +25,7 @@ void routes_init(uv_loop_t *loop)
     routes_sessions_register();
     routes_files_register();
     routes_chat_register();
+    routes_metrics_register();
     sweeper_init(loop);
     janitor_init(loop);
 }

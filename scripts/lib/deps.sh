@@ -9,6 +9,7 @@ COACHD_PACKAGES=(
     postgresql postgresql-contrib redis-server
     python3 python3-pytest python3-pytest-timeout python3-requests
     curl wrk clang-format
+    prometheus python3-jsonschema
 )
 # npm installs the API tests' peers (tests/api/package.json); use the machine's Node.js when it
 # has one, else Debian's.
