@@ -34,6 +34,7 @@ void routes_init(uv_loop_t *loop)
     routes_files_register();
     routes_chat_register();
     routes_metrics_register();
+    routes_openapi_register();
     sweeper_init(loop);
     janitor_init(loop);
 }
