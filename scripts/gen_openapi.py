@@ -142,7 +142,9 @@ DETAILS = {
                               "content": {"text/plain": {"schema": {"type": "string"}}}}}},
     ("get", "/api/openapi.json"): {
         "summary": "This document",
-        "responses": ok({"type": "object", "required": ["openapi", "paths"]})},
+        "responses": ok({"type": "object", "required": ["openapi", "paths"],
+                         "properties": {"openapi": {"type": "string"},
+                                        "paths": {"type": "object"}}})},
 }
 
 ERROR_STATUSES = {
