@@ -133,6 +133,10 @@ int config_load(void)
             cfg.log_level = l;
     }
     log_set_level(cfg.log_level);
+    const char *fmt = env("LOG_FORMAT");
+    log_set_json(fmt && strcmp(fmt, "json") == 0);
+    if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)
+        log_warn("config: LOG_FORMAT=%s unknown; using text", fmt);
 
     cfg.port = config_int("PORT", 8080, 1, 65535);
     cfg.host = env_dup("HOST", "0.0.0.0");

@@ -30,6 +30,7 @@
 #include "core/checked.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/mem.h"
 #include "core/router.h"
 #include "core/url.h"
@@ -516,9 +517,25 @@ static const char *log_path(http_req_t *req)
     return out;
 }
 
+static http_user_fn log_user;
+
+void http_set_log_user(http_user_fn fn)
+{
+    log_user = fn;
+}
+
 static void log_request(http_req_t *req)
 {
     double ms = (double)(uv_hrtime() - req->start_ns) / 1e6;
+    metrics_observe(req->method_name, req->route ? req->route->pattern : NULL, req->status,
+                    ms / 1e3);
+    if (log_json) {
+        /* Route pattern, not path: paths may carry tokens; no query, no headers, no emails. */
+        if (log_level_current >= LOG_INFO)
+            log_access(req->id, req->method_name, req->route ? req->route->pattern : NULL,
+                       req->status, ms, log_user ? log_user(req) : NULL);
+        return;
+    }
     log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-", log_path(req),
              req->status, ms, req->id);
 }
@@ -875,6 +892,23 @@ static int refuse_too_large(http_conn_t *c)
     return -1;
 }
 
+/* Keeps the caller's X-Request-Id (a proxy's or a client's, for tracing a request through
+ * several services) when it is short and of safe characters only; else ours stays. */
+static void adopt_request_id(http_req_t *req)
+{
+    const char *in = http_req_header(req, "X-Request-Id");
+    if (!in) return;
+    size_t n = strlen(in);
+    if (n == 0 || n > HTTP_REQUEST_ID_MAX) return;
+    for (size_t i = 0; i < n; i++) {
+        char ch = in[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '-' || ch == '_' || ch == '.' || ch == ':';
+        if (!ok) return;
+    }
+    memcpy(req->id, in, n + 1);
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     http_conn_t *c = conn_of(p);
@@ -883,6 +917,7 @@ static int on_headers_complete(llhttp_t *p)
     buf_free(&req->hbuf);
     req->method = p->method;
     req->method_name = method_str(p->method);
+    adopt_request_id(req);
     req->head_only = p->method == HTTP_M_HEAD;
     req->keep_alive = llhttp_should_keep_alive(p);
     const char *url = req->url_raw ? req->url_raw : "/";

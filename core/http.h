@@ -61,13 +61,19 @@ typedef struct http_header {
 } http_header_t;
 
 typedef void (*http_req_cb)(http_req_t *req);
+/* Longest incoming X-Request-Id kept (longer or unsafe ones are replaced by our own id). */
+#define HTTP_REQUEST_ID_MAX 64
+/* The signed-in user of a request, for the access log (NULL when none); set by routes/. */
+typedef const char *(*http_user_fn)(http_req_t *req);
+void http_set_log_user(http_user_fn fn);
 /* Streamed request body: return 0 to go on, -1 to stop (the handler then replies). */
 typedef int (*http_body_chunk_cb)(http_req_t *req, const char *data, size_t len);
 
 struct http_req {
     arena_t arena;
     http_conn_t *conn; /* NULL once the client is gone */
-    char id[17];       /* request id (hex), also sent as X-Request-Id */
+    char id[HTTP_REQUEST_ID_MAX + 1]; /* request id: the caller's valid X-Request-Id, else
+                                         our own hex; echoed as X-Request-Id */
     int method;
     const char *method_name;
     const char *path;  /* percent-decoded path, no query */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 int log_level_current = LOG_INFO;
+bool log_json;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -25,9 +26,109 @@ int log_level_parse(const char *s)
     return -1;
 }
 
+void log_set_json(bool on)
+{
+    log_json = on;
+}
+
+typedef struct jline {
+    char data[4096];
+    size_t len;
+} jline_t;
+
+static void jraw(jline_t *j, const char *s)
+{
+    size_t n = strlen(s);
+    if (n > sizeof(j->data) - 2 - j->len) n = sizeof(j->data) - 2 - j->len;
+    memcpy(j->data + j->len, s, n);
+    j->len += n;
+}
+
+/* A JSON string; control characters, quotes and backslashes escaped (bytes >= 0x80 pass as
+ * they are: log values are UTF-8 or ASCII). Truncates rather than overflow the line. */
+static void jstr(jline_t *j, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (j->len + 2 >= sizeof(j->data) - 2) return;
+    j->data[j->len++] = '"';
+    for (; *s && j->len < sizeof(j->data) - 10; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            j->data[j->len++] = '\\';
+            j->data[j->len++] = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            memcpy(j->data + j->len, "\\u00", 4);
+            j->len += 4;
+            j->data[j->len++] = hex[ch >> 4];
+            j->data[j->len++] = hex[ch & 15];
+        } else {
+            j->data[j->len++] = (char)ch;
+        }
+    }
+    j->data[j->len++] = '"';
+}
+
+static void jhead(jline_t *j, int level)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    j->len = (size_t)snprintf(j->data, sizeof(j->data),
+                              "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
+                              "\"pid\":%d",
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], (int)getpid());
+}
+
+static void jend(jline_t *j)
+{
+    j->data[j->len++] = '}';
+    j->data[j->len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, j->data, j->len);
+    (void)w;
+}
+
+void log_access(const char *request_id, const char *method, const char *route, int status,
+                double ms, const char *user_id)
+{
+    jline_t j;
+    jhead(&j, LOG_INFO);
+    jraw(&j, ",\"msg\":\"request\",\"requestId\":");
+    jstr(&j, request_id ? request_id : "");
+    jraw(&j, ",\"method\":");
+    jstr(&j, method ? method : "-");
+    jraw(&j, ",\"route\":");
+    if (route)
+        jstr(&j, route);
+    else
+        jraw(&j, "null");
+    char num[64];
+    snprintf(num, sizeof(num), ",\"status\":%d,\"durationMs\":%.3f,\"userId\":", status, ms);
+    jraw(&j, num);
+    if (user_id)
+        jstr(&j, user_id);
+    else
+        jraw(&j, "null");
+    jend(&j);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
     if (level > log_level_current) return;
+    if (log_json) {
+        char msg[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        jline_t j;
+        jhead(&j, level);
+        jraw(&j, ",\"msg\":");
+        jstr(&j, msg);
+        jend(&j);
+        return;
+    }
     char line[2048];
     struct timeval tv;
     gettimeofday(&tv, NULL);

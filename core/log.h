@@ -1,9 +1,11 @@
 /* Logging to stderr, one line per record, filtered by LOG_LEVEL. */
 #pragma once
+#include <stdbool.h>
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 
 extern int log_level_current;
+extern bool log_json; /* LOG_FORMAT=json: one JSON object per line */
 
 void log_set_level(int level);
 int log_level_parse(const char *s); /* -1 when unknown */
@@ -19,3 +21,8 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
     do {                                                                                           \
         if (log_level_current >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__);                       \
     } while (0)
+void log_set_json(bool on);
+/* The access record of one answered request (JSON mode): time, level, pid, requestId, method,
+ * route pattern (NULL: unmatched), status, durationMs, userId (NULL: none). */
+void log_access(const char *request_id, const char *method, const char *route, int status,
+                double ms, const char *user_id);

@@ -59,6 +59,15 @@ static int next_lane; /* round robin */
 
 static void start_next(void);
 
+void offload_stats(int *running_out, int *queued_out)
+{
+    int q = 0;
+    for (int i = 0; i < OFFLOAD_KIND_COUNT; i++)
+        q += lanes[i].queued;
+    *running_out = running;
+    *queued_out = q;
+}
+
 static void on_after_work(uv_work_t *w, int status)
 {
     offload_t *o = container_of(w, offload_t, work);

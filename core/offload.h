@@ -26,3 +26,5 @@ typedef enum offload_kind {
 void offload_run(http_req_t *req, offload_work_fn work, offload_done_fn done, void *data);
 void offload_run_kind(http_req_t *req, offload_kind_t kind, offload_work_fn work,
                       offload_done_fn done, void *data);
+/* Jobs on the thread pool now and jobs waiting in the lanes (for /metrics). */
+void offload_stats(int *running, int *queued);

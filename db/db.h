@@ -40,6 +40,13 @@ int db_init(uv_loop_t *loop, const char *conninfo, int pool_size);
 void db_shutdown(void);
 /* True when at least one connection is up. */
 bool db_available(void);
+/* Pool figures for /metrics: connections by state, statements waiting for a connection, and
+ * connections lost since start. */
+typedef struct db_pool_stats {
+    int busy, idle, broken, queued;
+    uint64_t reconnects;
+} db_pool_stats_t;
+void db_pool_stats(db_pool_stats_t *out);
 
 /* One statement in autocommit mode on any free connection. */
 void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);

@@ -666,8 +666,11 @@ static void conn_drop(db_conn_t *c, const char *why)
 }
 
 /* The connection failed: drop it and reconnect with backoff. */
+static uint64_t reconnects; /* connections lost and re-dialled, for /metrics */
+
 static void conn_broken(db_conn_t *c, const char *why)
 {
+    reconnects++;
     conn_drop(c, why);
     conn_set_state(c, DB_CONN_STATE_BROKEN);
     uv_timer_start(&c->timer, on_conn_timer, (uint64_t)c->backoff_ms, 0);
@@ -1005,6 +1008,15 @@ void db_shutdown(void)
     pool.options = NULL;
     pool.parsed = NULL;
     pool.state = POOL_OFF;
+}
+
+void db_pool_stats(db_pool_stats_t *out)
+{
+    out->busy = pool.lists[DB_CONN_STATE_BUSY].n;
+    out->idle = pool.lists[DB_CONN_STATE_IDLE].n;
+    out->broken = pool.lists[DB_CONN_STATE_BROKEN].n + pool.lists[DB_CONN_STATE_CONNECTING].n;
+    out->queued = pool.queued;
+    out->reconnects = reconnects;
 }
 
 bool db_available(void)

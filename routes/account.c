@@ -175,6 +175,8 @@ static void change_password(http_req_t *req)
 static const route_t account_routes[] = {
     {HTTP_M_GET, "/api/users/me", get_me, AUTH_SESSION, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
     {HTTP_M_POST, "/api/users/me/password", change_password, AUTH_SESSION, ROLE_NONE, 0, 0},
+    /* The path better-auth's own client (changePassword) calls. */
+    {HTTP_M_POST, "/api/auth/change-password", change_password, AUTH_SESSION, ROLE_NONE, 0, 0},
 };
 
 void routes_account_register(void)

@@ -285,11 +285,25 @@ static void get_session(http_req_t *req)
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
+/* better-auth's client (getSession) reads a signed-out caller as a null body, not as an object of
+ * nulls; the path and the null are its own (docs/api.md "Real clients"). */
+static void get_session_client(http_req_t *req)
+{
+    if (!context_caller(req)) {
+        http_reply_json(req, 200, "null");
+        return;
+    }
+    get_session(req);
+}
+
 static const route_t auth_routes[] = {
     {HTTP_M_POST, "/api/auth/sign-up/email", sign_up, AUTH_PUBLIC, ROLE_NONE, 0, 0},
     {HTTP_M_POST, "/api/auth/sign-in/email", sign_in, AUTH_PUBLIC, ROLE_NONE, 0, 0},
     {HTTP_M_POST, "/api/auth/sign-out", sign_out, AUTH_SESSION, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
     {HTTP_M_GET, "/api/auth/session", get_session, AUTH_OPTIONAL, ROLE_NONE, ROUTE_GATE_EXEMPT, 0},
+    /* The path better-auth's own client calls. */
+    {HTTP_M_GET, "/api/auth/get-session", get_session_client, AUTH_OPTIONAL, ROLE_NONE,
+     ROUTE_GATE_EXEMPT, 0},
 };
 
 void routes_auth_register(void)

@@ -358,6 +358,11 @@ static const route_t recovery_routes[] = {
      ROUTE_GATE_EXEMPT, 0},
     {HTTP_M_POST, "/api/auth/resend-activation", resend_activation, AUTH_PUBLIC, ROLE_NONE, 0, 0},
     {HTTP_M_GET, "/api/auth/verify-email", verify_email, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    /* The paths better-auth's own client calls for the same two actions. */
+    {HTTP_M_POST, "/api/auth/request-password-reset", forget_password, AUTH_PUBLIC, ROLE_NONE, 0,
+     0},
+    {HTTP_M_POST, "/api/auth/send-verification-email", resend_activation, AUTH_PUBLIC, ROLE_NONE, 0,
+     0},
 };
 
 void routes_recovery_register(void)

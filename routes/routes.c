@@ -6,8 +6,16 @@
 #include "rt/sweeper.h"
 #include "rt/janitor.h"
 
+/* The access log's userId: the caller the guard resolved, if any. */
+static const char *log_user_of(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    return c ? c->user_id : NULL;
+}
+
 void routes_init(uv_loop_t *loop)
 {
+    http_set_log_user(log_user_of);
     context_init();
     streams_init(loop);
     routes_auth_register();
@@ -25,6 +33,8 @@ void routes_init(uv_loop_t *loop)
     routes_sessions_register();
     routes_files_register();
     routes_chat_register();
+    routes_metrics_register();
+    routes_openapi_register();
     sweeper_init(loop);
     janitor_init(loop);
 }

@@ -25,6 +25,8 @@ void routes_mentorships_register(void);
 void routes_sessions_register(void);
 void routes_files_register(void);
 void routes_chat_register(void);
+void routes_metrics_register(void);
+void routes_openapi_register(void);
 
 /* Verification link for a fresh email-verification token (routes/auth.c). */
 const char *auth_verify_link(http_req_t *req, const char *token, const char *callback);

@@ -10,6 +10,7 @@ COACHD_PACKAGES=(
     python3 python3-pytest python3-pytest-timeout python3-requests
     curl wrk clang-format
     clang libclang-rt-14-dev
+    prometheus python3-jsonschema
 )
 # npm installs the API tests' peers (tests/api/package.json); use the machine's Node.js when it
 # has one, else Debian's.

@@ -123,3 +123,16 @@ def make_org(platform_admin):
         return Org(platform_admin[0], name=name, roles=roles)
 
     return make
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How much of docs/openapi.json the suite's responses exercised."""
+    try:
+        import openapi_check
+    except ImportError:
+        return
+    ops = sum(len(v) for v in openapi_check.DOC["paths"].values())
+    terminalreporter.write_line(
+        "openapi: %d responses validated, %d of %d operations seen, %d undocumented statuses: %s"
+        % (openapi_check.CHECKED["responses"], len(openapi_check.CHECKED["operations"]), ops,
+           len(openapi_check.UNDOCUMENTED), sorted(openapi_check.UNDOCUMENTED)[:40]))

@@ -96,7 +96,11 @@ class Client(requests.Session):
             url = self.base_url + url
         kwargs.setdefault("timeout", TIMEOUT)
         kwargs.setdefault("allow_redirects", False)
-        return super().request(method, url, *args, **kwargs)
+        r = super().request(method, url, *args, **kwargs)
+        if url.startswith(BASE_URL) or url.startswith(self.base_url):
+            import openapi_check  # every answer is checked against docs/openapi.json
+            openapi_check.check(method, url, r)
+        return r
 
     def org(self, org_id):
         """Sets (or with None clears) X-Organization-Id for the following calls."""

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""embed_file.py OUT.c SYMBOL FILE: writes a C file defining `const char SYMBOL[]` (the file's
+bytes, NUL-terminated) and `const size_t SYMBOL_len`, so the binary serves it from any directory."""
+import sys
+
+out, sym, path = sys.argv[1:4]
+data = open(path, "rb").read()
+with open(out, "w") as f:
+    f.write("#include <stddef.h>\nconst char %s[] = {\n" % sym)
+    for i in range(0, len(data), 20):
+        f.write(",".join(str(b) for b in data[i:i + 20]) + ",\n")
+    f.write("0};\nconst size_t %s_len = %d;\n" % (sym, len(data)))
