@@ -17,6 +17,7 @@
 #include "domain/password.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/ratelimit.h"
@@ -78,6 +79,7 @@ static void pw_on_saved(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
+    ctx_invalidate_user(c->user_id);
     events_sessions_ended(c->user_id, c->session_id);
     http_reply_json(req, 200, "{\"success\":true}");
 }

@@ -21,6 +21,7 @@
 #include "domain/password.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
@@ -241,6 +242,7 @@ static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
+    ctx_invalidate_session(c->session_id);
     /* Streams held by this session close when they hear of it (rt/streams). */
     char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",
                              c->session_id);

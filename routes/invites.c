@@ -25,6 +25,7 @@
 #include "domain/roles.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
@@ -321,6 +322,7 @@ static void create_on_written(http_req_t *req, db_result_t *r)
         return;
     }
     outbox_kick();
+    ctx_invalidate_email(st->params[1]); /* the invitee's invite gate */
     const char *created = db_get(r, 0, 0);
     reply_col_json(req, created && created[0] == 't' ? 201 : 200, r, 1);
 }
@@ -588,6 +590,8 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
     else if (strcmp(outcome, "expired") == 0)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
     else {
+        /* Invite gate, membership and maybe the current organization changed. */
+        ctx_invalidate_user(context_caller(req)->user_id);
         reply_col_json(req, 200, r, 1);
         if (req->data == (void *)SQL_ACCEPT_ID) {
             /* The new membership's events now reach the caller's open user streams. */

@@ -14,6 +14,7 @@
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 
 static void my_organizations(http_req_t *req);
@@ -77,6 +78,7 @@ static void on_switched(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Not an active member of this organization");
         return;
     }
+    ctx_invalidate_user(c->user_id);
     role_t role = c->global_role != ROLE_NONE ? c->global_role : role_parse(member_role);
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"currentOrganizationId\":");
