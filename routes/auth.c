@@ -238,18 +238,23 @@ static void sign_in(http_req_t *req)
 
 /* ---- sign-out ---- */
 
+static void sign_out_reply(http_req_t *req)
+{
+    http_reply_json(req, 200, "{\"success\":true}");
+}
+
 static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
-    ctx_invalidate_session(c->session_id);
     /* Streams held by this session close when they hear of it (rt/streams). */
     char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",
                              c->session_id);
     char *chan = arena_printf(&req->arena, "user:%s:control", c->user_id);
     redis_publish(chan, msg, strlen(msg));
     cookie_clear_session(req);
-    http_reply_json(req, 200, "{\"success\":true}");
+    /* The reply waits for Redis: a revoked session must not pass on another worker after it. */
+    ctx_invalidate_session_then(req, c->session_id, sign_out_reply);
 }
 
 static void sign_out(http_req_t *req)

@@ -90,6 +90,10 @@ unsigned ctx_cache_gen(void)
 
 bool ctx_cache_get(const char *hash, const char *org, ctx_row_t *out)
 {
+    if (!slots) return false;
+    /* Invalidations already on the subscriber socket are applied before an entry is trusted, even
+     * when the loop has not polled that socket yet (one recv() per lookup, EAGAIN when idle). */
+    redis_sub_drain();
     if (!usable()) return false;
     char key[KEY_MAX];
     make_key(key, hash, org);
@@ -211,6 +215,65 @@ static void invalidate(char kind, const char *value)
 void ctx_invalidate_session(const char *session_id)
 {
     invalidate('s', session_id);
+}
+
+typedef struct then_state {
+    http_req_t *req;
+    void (*done)(http_req_t *req);
+    int status;
+    const char *body; /* in the request's arena */
+    size_t len;
+    char msg[300];
+} then_state_t;
+
+static void on_published(redisReply *reply, void *data)
+{
+    then_state_t *t = data;
+    /* Redis has handed the message to every subscriber before this reply. Without a reply the
+     * message goes on the retried queue, and the TTL bounds the rest. */
+    if (!reply) redis_publish(CTX_CHANNEL, t->msg, strlen(t->msg));
+    if (!http_req_gone(t->req)) {
+        if (t->done)
+            t->done(t->req);
+        else
+            http_reply_jsonn(t->req, t->status, t->body, t->len);
+    }
+    http_req_unref(t->req);
+    free(t);
+}
+
+static void invalidate_then(http_req_t *req, char kind, const char *value, then_state_t *t)
+{
+    int n = snprintf(t->msg, sizeof(t->msg), "%c:%s", kind, value ? value : "");
+    if (n < 0 || (size_t)n >= sizeof(t->msg) || !value || !*value)
+        snprintf(t->msg, sizeof(t->msg), "*");
+    apply(t->msg, strlen(t->msg));
+    t->req = req;
+    http_req_ref(req);
+    redis_command(on_published, t, "PUBLISH %s %s", CTX_CHANNEL, t->msg);
+    redis_flush();
+}
+
+void ctx_invalidate_session_then(http_req_t *req, const char *session_id,
+                                 void (*done)(http_req_t *req))
+{
+    then_state_t *t = xcalloc(1, sizeof(*t));
+    t->done = done;
+    invalidate_then(req, 's', session_id, t);
+}
+
+void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, int status,
+                               const char *json, size_t len)
+{
+    if (!json) {
+        http_reply_error(req, 500, "INTERNAL", "Internal error");
+        return;
+    }
+    then_state_t *t = xcalloc(1, sizeof(*t));
+    t->status = status;
+    t->body = arena_strndup(&req->arena, json, len);
+    t->len = len;
+    invalidate_then(req, kind, value, t);
 }
 
 void ctx_invalidate_user(const char *user_id)

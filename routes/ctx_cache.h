@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/http.h"
+
 #define CTX_CHANNEL "coachd:ctx-invalidate"
 /* Columns of the caller row (routes/context.c's SQL_CALLER). */
 #define CTX_NCOLS 22
@@ -47,6 +49,15 @@ void ctx_cache_drop_session_local(const char *session_id);
  * user, of the user with this email (invites are addressed by email), or of every caller whose
  * active or current organization is org_id. NULL or empty ids are ignored. */
 void ctx_invalidate_session(const char *session_id);
+/* Like ctx_invalidate_session, then done(req) once Redis has acknowledged the PUBLISH (and so has
+ * handed the message to every subscriber), or failed: a reply sent from done() cannot overtake
+ * the invalidation to another worker. done is skipped when the client has gone. */
+void ctx_invalidate_session_then(http_req_t *req, const char *session_id,
+                                 void (*done)(http_req_t *req));
+/* Invalidates ('s' session, 'u' user, 'e' email, 'o' organization) and replies `json` with
+ * `status` once Redis has acknowledged the PUBLISH; json (copied) NULL replies 500. */
+void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, int status,
+                               const char *json, size_t len);
 void ctx_invalidate_user(const char *user_id);
 void ctx_invalidate_email(const char *email);
 void ctx_invalidate_org(const char *org_id);

@@ -322,9 +322,10 @@ static void create_on_written(http_req_t *req, db_result_t *r)
         return;
     }
     outbox_kick();
-    ctx_invalidate_email(st->params[1]); /* the invitee's invite gate */
     const char *created = db_get(r, 0, 0);
-    reply_col_json(req, created && created[0] == 't' ? 201 : 200, r, 1);
+    /* The invitee's invite gate. */
+    ctx_invalidate_then_reply(req, 'e', st->params[1], created && created[0] == 't' ? 201 : 200,
+                              db_get(r, 0, 1), db_getlen(r, 0, 1));
 }
 
 static void create_on_context(http_req_t *req, db_result_t *r)
@@ -591,8 +592,8 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
     else {
         /* Invite gate, membership and maybe the current organization changed. */
-        ctx_invalidate_user(context_caller(req)->user_id);
-        reply_col_json(req, 200, r, 1);
+        ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 1),
+                                  db_getlen(r, 0, 1));
         if (req->data == (void *)SQL_ACCEPT_ID) {
             /* The new membership's events now reach the caller's open user streams. */
             const char *org = db_get(r, 0, 2);

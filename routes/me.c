@@ -78,7 +78,6 @@ static void on_switched(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Not an active member of this organization");
         return;
     }
-    ctx_invalidate_user(c->user_id);
     role_t role = c->global_role != ROLE_NONE ? c->global_role : role_parse(member_role);
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"currentOrganizationId\":");
@@ -86,7 +85,8 @@ static void on_switched(http_req_t *req, db_result_t *r)
     buf_puts(&b, ",\"role\":");
     buf_json_str(&b, role_name(role));
     buf_puts(&b, "}}");
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+    ctx_invalidate_then_reply(req, 'u', c->user_id, 200, b.data, b.len);
+    buf_free(&b);
 }
 
 static void switch_organization(http_req_t *req)

@@ -784,9 +784,9 @@ static void on_member_added(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "CONFLICT", "The user is already a member of this organization");
         return;
     }
-    ctx_invalidate_user(req->data); /* membership, maybe the current organization */
-    reply_db_json(req, 201, r);
     membership_enabled(req, req->data);
+    /* Membership, maybe the current organization. */
+    ctx_invalidate_then_reply(req, 'u', req->data, 201, db_get(r, 0, 0), db_getlen(r, 0, 0));
 }
 
 static void add_member(http_req_t *req)
@@ -824,8 +824,8 @@ static void on_member_updated(http_req_t *req, db_result_t *r)
     const char *after = db_get(r, 0, 4);
     const char *org_id = http_req_param(req, 0);
     const char *user_id = http_req_param(req, 1);
-    ctx_invalidate_user(user_id); /* role, status, maybe the current organization */
-    reply_db_json(req, 200, r);
+    /* Role, status, maybe the current organization. */
+    ctx_invalidate_then_reply(req, 'u', user_id, 200, db_get(r, 0, 0), db_getlen(r, 0, 0));
     if (before && strcmp(before, "active") == 0 && after && strcmp(after, "disabled") == 0) {
         char channel[96];
         char msg[160];

@@ -206,9 +206,9 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
     }
     /* The deleted sessions' open streams close on every worker. */
     caller_t *c = context_caller(req);
-    ctx_invalidate_user(db_get(r, 0, 0));
     events_sessions_ended(db_get(r, 0, 0), c ? c->session_id : NULL);
-    http_reply_json(req, 200, "{\"success\":true}");
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', db_get(r, 0, 0), 200, ok, sizeof(ok) - 1);
 }
 
 static void hash_work(void *data)

@@ -547,8 +547,8 @@ static void patch_me_on_updated(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
         return;
     }
-    ctx_invalidate_user(context_caller(req)->user_id);
-    reply_db_json(req, 200, r);
+    ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 0),
+                              db_getlen(r, 0, 0));
 }
 
 static void patch_me(http_req_t *req)
@@ -822,7 +822,8 @@ static void patch_on_updated(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
         return;
     }
-    http_reply_json(req, 200, "{\"success\":true}");
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
 }
 
 /* The avatar is set first (its checks may refuse the request), then the other fields. */

@@ -1058,6 +1058,13 @@ void redis_flush(void)
         redisAsyncHandleWrite(R.cmd.ac);
 }
 
+void redis_sub_drain(void)
+{
+    /* A read with nothing waiting is what a spurious wake-up does: hiredis gets EAGAIN. */
+    if (R.running && R.sub.state == REDIS_STATE_CONNECTED && R.sub.ac)
+        redisAsyncHandleRead(R.sub.ac);
+}
+
 unsigned redis_sub_epoch(void)
 {
     return sub_epoch;

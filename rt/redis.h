@@ -42,6 +42,9 @@ bool redis_channel_active(const char *channel);
 /* Writes the queued commands to the socket now instead of on the next loop turn, so a PUBLISH
  * leaves before a reply the caller is about to send. Non-blocking. */
 void redis_flush(void);
+/* Reads and dispatches the messages already waiting on the subscriber connection now, without
+ * waiting for the loop to poll it. Non-blocking. */
+void redis_sub_drain(void);
 /* Changes whenever the subscriber connection was lost: messages published meanwhile are gone. */
 unsigned redis_sub_epoch(void);
 void redis_unsubscribe(const char *channel);
