@@ -266,6 +266,7 @@ void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, in
                                const char *json, size_t len)
 {
     if (!json) {
+        invalidate(kind, value); /* the write has committed all the same */
         http_reply_error(req, 500, "INTERNAL", "Internal error");
         return;
     }
