@@ -35,6 +35,7 @@ typedef struct config {
     int resend_activation_cooldown;
     bool invite_require_verified_email; /* INVITE_REQUIRE_VERIFIED_EMAIL (default: production) */
     int log_level;
+    int context_cache_ttl_ms; /* CONTEXT_CACHE_TTL_MS: caller-context cache lifetime, 0 = off */
 } config_t;
 
 extern config_t cfg;

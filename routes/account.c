@@ -17,6 +17,7 @@
 #include "domain/password.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/ratelimit.h"
@@ -79,7 +80,8 @@ static void pw_on_saved(http_req_t *req, db_result_t *r)
     if (db_failed_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     events_sessions_ended(c->user_id, c->session_id);
-    http_reply_json(req, 200, "{\"success\":true}");
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', c->user_id, 200, ok, sizeof(ok) - 1);
 }
 
 static const char *fail_key(http_req_t *req)

@@ -21,6 +21,7 @@
 #include "domain/password.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
@@ -237,6 +238,11 @@ static void sign_in(http_req_t *req)
 
 /* ---- sign-out ---- */
 
+static void sign_out_reply(http_req_t *req)
+{
+    http_reply_json(req, 200, "{\"success\":true}");
+}
+
 static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
@@ -247,7 +253,8 @@ static void sign_out_on_delete(http_req_t *req, db_result_t *r)
     char *chan = arena_printf(&req->arena, "user:%s:control", c->user_id);
     redis_publish(chan, msg, strlen(msg));
     cookie_clear_session(req);
-    http_reply_json(req, 200, "{\"success\":true}");
+    /* The reply waits for Redis: a revoked session must not pass on another worker after it. */
+    ctx_invalidate_session_then(req, c->session_id, sign_out_reply);
 }
 
 static void sign_out(http_req_t *req)

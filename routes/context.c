@@ -10,21 +10,28 @@
  *    valid session or when the user is not active; 400 / 403 / 404 for X-Organization-Id per
  *    DECISIONS.md; 400 ORG_CONTEXT_REQUIRED where an organization is needed; 403 INVITE_GATE
  *    while invites are pending; 403 below the route's minimum role.
+ * The row of step 3 is kept per worker (routes/ctx_cache.h) and reused until a write that
+ * changes it invalidates it, or for at most CONTEXT_CACHE_TTL_MS; the checks run on every
+ * request either way.
  * Sessions get a sliding refresh (as better-auth's updateAge): once a day of use, the expiry
  * moves to seven days from now and the cookie is sent again.
  */
 #include "routes/context.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
 #include "domain/ids.h"
 #include "domain/token.h"
 #include "routes/common.h"
+#include "routes/ctx_cache.h"
 #include "rt/presence.h"
 #include "rt/ratelimit.h"
 
@@ -35,7 +42,8 @@ static const char SQL_CALLER[] =
     " to_char(u.birth_date, 'YYYY-MM-DD'), u.country_code, u.timezone, u.avatar_url,"
     " o.id, m.role_in_organization,"
     " (SELECT count(*) FROM invites i WHERE i.email = u.email AND i.status = 'pending'"
-    "    AND i.expires_at > now() AND (u.email_verified OR NOT $3::boolean))"
+    "    AND i.expires_at > now() AND (u.email_verified OR NOT $3::boolean)),"
+    " floor(extract(epoch FROM s.expires_at) * 1000)::bigint"
     " FROM sessions s JOIN users u ON u.id = s.user_id"
     " LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)"
     " LEFT JOIN organization_memberships m ON m.organization_id = o.id AND m.user_id = u.id"
@@ -45,10 +53,13 @@ static const char SQL_CALLER[] =
 static const char SQL_REFRESH[] =
     "UPDATE sessions SET expires_at = now() + interval '7 days', updated_at = now() WHERE id = $1";
 
+/* The cached row still has the old expiry: the next request reads the new one. */
 static void on_refreshed(db_result_t *r, void *data)
 {
-    (void)data;
+    char *session_id = data;
     if (!r->ok) log_warn("session refresh failed: %s", r->error ? r->error : "?");
+    ctx_cache_drop_session_local(session_id);
+    free(session_id);
 }
 
 /* Concurrent requests of one session would all see it due for a refresh until the first UPDATE
@@ -74,6 +85,8 @@ static bool refresh_due(const char *session_id)
 typedef struct guard_state {
     http_req_cb next;
     const char *org_header;
+    char hash[TOKEN_HASH_LEN + 1];
+    unsigned cache_gen; /* ctx_cache_gen() when the caller query was sent */
 } guard_state_t;
 
 static void resolve_session(http_req_t *req);
@@ -152,13 +165,13 @@ static void guard(http_req_t *req, http_req_cb next)
     resolve_session(req);
 }
 
-static const char *dup_col(http_req_t *req, const db_result_t *r, int col)
+static const char *dup_col(http_req_t *req, const ctx_row_t *r, int col)
 {
-    const char *v = db_get(r, 0, col);
-    return v ? arena_strndup(&req->arena, v, db_getlen(r, 0, col)) : NULL;
+    const char *v = r->v[col];
+    return v ? arena_strndup(&req->arena, v, (size_t)r->len[col]) : NULL;
 }
 
-static caller_t *caller_from_row(http_req_t *req, const db_result_t *r)
+static caller_t *caller_from_row(http_req_t *req, const ctx_row_t *r)
 {
     caller_t *c = arena_calloc(&req->arena, sizeof(*c));
     c->session_id = dup_col(req, r, 0);
@@ -167,11 +180,11 @@ static caller_t *caller_from_row(http_req_t *req, const db_result_t *r)
     c->email = dup_col(req, r, 4);
     c->first_name = dup_col(req, r, 5);
     c->last_name = dup_col(req, r, 6);
-    const char *verified = db_get(r, 0, 7);
+    const char *verified = r->v[7];
     c->email_verified = verified && verified[0] == 't';
     c->status = dup_col(req, r, 8);
     c->created_at = dup_col(req, r, 9);
-    const char *gr = db_get(r, 0, 10);
+    const char *gr = r->v[10];
     c->global_role = gr ? role_parse(gr) : ROLE_NONE;
     if (!role_is_global(c->global_role)) c->global_role = ROLE_NONE;
     c->preferred_language = dup_col(req, r, 11);
@@ -181,13 +194,15 @@ static caller_t *caller_from_row(http_req_t *req, const db_result_t *r)
     c->country_code = dup_col(req, r, 15);
     c->timezone = dup_col(req, r, 16);
     c->avatar_url = dup_col(req, r, 17);
-    c->pending_invites = (int)db_getll(r, 0, 20, 0);
+    c->pending_invites = r->v[20] ? (int)strtol(r->v[20], NULL, 10) : 0;
     if (c->first_name && c->last_name)
         c->display_name = arena_printf(&req->arena, "%s %s", c->first_name, c->last_name);
     else
         c->display_name = c->first_name ? c->first_name : (c->last_name ? c->last_name : "");
     return c;
 }
+
+static void on_caller_row(http_req_t *req, const ctx_row_t *r);
 
 static void on_caller(http_req_t *req, db_result_t *r)
 {
@@ -203,6 +218,21 @@ static void on_caller(http_req_t *req, db_result_t *r)
         http_reply_error(req, 401, "UNAUTHENTICATED", "Authentication required");
         return;
     }
+    ctx_row_t row;
+    for (int i = 0; i < CTX_NCOLS; i++) {
+        row.v[i] = db_get(r, 0, i);
+        row.len[i] = (int)db_getlen(r, 0, i);
+    }
+    ctx_cache_put(g->hash, g->org_header, g->cache_gen, &row);
+    on_caller_row(req, &row);
+}
+
+/* Decides on the caller's row, fresh from the database or from the cache. */
+static void on_caller_row(http_req_t *req, const ctx_row_t *r)
+{
+    guard_state_t *g = req->data;
+    const route_t *route = req->route;
+    bool optional = route->auth == AUTH_OPTIONAL || route->auth == AUTH_PUBLIC;
     caller_t *c = caller_from_row(req, r);
     if (strcmp(c->status, "active") != 0) {
         if (optional) {
@@ -213,8 +243,8 @@ static void on_caller(http_req_t *req, db_result_t *r)
         return;
     }
     c->token = http_req_cookie(req, SESSION_COOKIE);
-    const char *org_id = db_get(r, 0, 18);
-    const char *member_role = db_get(r, 0, 19);
+    const char *org_id = r->v[18];
+    const char *member_role = r->v[19];
     bool global = c->global_role != ROLE_NONE;
     if (g->org_header) {
         if (!org_id) {
@@ -240,10 +270,16 @@ static void on_caller(http_req_t *req, db_result_t *r)
     c->role = global ? c->global_role : c->org_role;
     req->caller = (struct caller *)c;
 
-    const char *refresh = db_get(r, 0, 2);
-    if (refresh && refresh[0] == 't' && c->token && refresh_due(c->session_id)) {
+    /* Due once less than six of the seven days are left (the cached row's flag may be old). */
+    long long expires_ms =
+        r->v[CTX_COL_EXPIRES_MS] ? strtoll(r->v[CTX_COL_EXPIRES_MS], NULL, 10) : 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    bool refresh = expires_ms < now_ms + (long long)(SESSION_TTL_SECONDS - 24 * 3600) * 1000;
+    if (refresh && c->token && refresh_due(c->session_id)) {
         const char *params[] = {c->session_id};
-        db_query(SQL_REFRESH, 1, params, on_refreshed, NULL);
+        db_query(SQL_REFRESH, 1, params, on_refreshed, xstrdup(c->session_id));
         cookie_set_session(req, c->token);
     }
     presence_touch(c->user_id);
@@ -295,14 +331,20 @@ static void resolve_session(http_req_t *req)
         }
     }
     g->org_header = org;
-    char hash[TOKEN_HASH_LEN + 1];
-    token_hash(token, hash);
+    token_hash(token, g->hash);
+    ctx_row_t row;
+    if (ctx_cache_get(g->hash, org, &row)) {
+        on_caller_row(req, &row);
+        return;
+    }
+    g->cache_gen = ctx_cache_gen();
     /* $3: invites of an unverified email do not gate it when they cannot be answered. */
-    const char *params[] = {hash, org, cfg.invite_require_verified_email ? "true" : "false"};
+    const char *params[] = {g->hash, org, cfg.invite_require_verified_email ? "true" : "false"};
     db_req_query(req, SQL_CALLER, 3, params, on_caller);
 }
 
 void context_init(void)
 {
+    ctx_cache_init();
     router_set_guard(guard);
 }

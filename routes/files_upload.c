@@ -29,6 +29,7 @@
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/files.h"
 #include "rt/outbox.h"
 #include "rt/storage.h"
@@ -392,6 +393,8 @@ static void ref_on_set(http_req_t *req, db_result_t *r)
         ref_finish(req, false);
         return;
     }
+    /* The caller context carries the avatar url. */
+    if (rs->kind == FILES_REF_AVATAR) ctx_invalidate_user(rs->target_id);
     const char *old = db_get(r, 0, 0);
     if (!old || (rs->file_id && strcmp(old, rs->file_id) == 0)) {
         ref_finish(req, true);

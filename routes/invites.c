@@ -25,6 +25,7 @@
 #include "domain/roles.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
@@ -322,7 +323,9 @@ static void create_on_written(http_req_t *req, db_result_t *r)
     }
     outbox_kick();
     const char *created = db_get(r, 0, 0);
-    reply_col_json(req, created && created[0] == 't' ? 201 : 200, r, 1);
+    /* The invitee's invite gate. */
+    ctx_invalidate_then_reply(req, 'e', st->params[1], created && created[0] == 't' ? 201 : 200,
+                              db_get(r, 0, 1), db_getlen(r, 0, 1));
 }
 
 static void create_on_context(http_req_t *req, db_result_t *r)
@@ -588,7 +591,9 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
     else if (strcmp(outcome, "expired") == 0)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
     else {
-        reply_col_json(req, 200, r, 1);
+        /* Invite gate, membership and maybe the current organization changed. */
+        ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 1),
+                                  db_getlen(r, 0, 1));
         if (req->data == (void *)SQL_ACCEPT_ID) {
             /* The new membership's events now reach the caller's open user streams. */
             const char *org = db_get(r, 0, 2);

@@ -14,6 +14,7 @@
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 
 static void my_organizations(http_req_t *req);
@@ -84,7 +85,8 @@ static void on_switched(http_req_t *req, db_result_t *r)
     buf_puts(&b, ",\"role\":");
     buf_json_str(&b, role_name(role));
     buf_puts(&b, "}}");
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+    ctx_invalidate_then_reply(req, 'u', c->user_id, 200, b.data, b.len);
+    buf_free(&b);
 }
 
 static void switch_organization(http_req_t *req)

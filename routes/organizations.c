@@ -36,6 +36,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
@@ -580,6 +581,14 @@ static void get_org(http_req_t *req)
     db_req_query(req, SQL_ORG_GET, 4, params, on_org_one);
 }
 
+/* An organization-level change (status, archive): every caller context naming the
+ * organization is dropped, on every worker. */
+static void on_org_changed(http_req_t *req, db_result_t *r)
+{
+    if (r->ok && db_nrows(r) > 0) ctx_invalidate_org(lower_ascii(req, http_req_param(req, 0)));
+    on_org_one(req, r);
+}
+
 static void patch_org(http_req_t *req)
 {
     const char *id = path_uuid_or_reply(req, 0, "id");
@@ -607,7 +616,7 @@ static void patch_org(http_req_t *req)
     params[9] = status;
     params[10] = settings;
     params[11] = tz;
-    db_req_query(req, SQL_ORG_PATCH, 12, params, on_org_one);
+    db_req_query(req, SQL_ORG_PATCH, 12, params, on_org_changed);
 }
 
 static void delete_org(http_req_t *req)
@@ -616,7 +625,7 @@ static void delete_org(http_req_t *req)
     if (!id) return;
     const char *params[4];
     acc_params(req, params, id, "{}");
-    db_req_query(req, SQL_ORG_ARCHIVE, 4, params, on_org_one);
+    db_req_query(req, SQL_ORG_ARCHIVE, 4, params, on_org_changed);
 }
 
 /* ---- members ---- */
@@ -775,8 +784,9 @@ static void on_member_added(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "CONFLICT", "The user is already a member of this organization");
         return;
     }
-    reply_db_json(req, 201, r);
     membership_enabled(req, req->data);
+    /* Membership, maybe the current organization. */
+    ctx_invalidate_then_reply(req, 'u', req->data, 201, db_get(r, 0, 0), db_getlen(r, 0, 0));
 }
 
 static void add_member(http_req_t *req)
@@ -814,7 +824,8 @@ static void on_member_updated(http_req_t *req, db_result_t *r)
     const char *after = db_get(r, 0, 4);
     const char *org_id = http_req_param(req, 0);
     const char *user_id = http_req_param(req, 1);
-    reply_db_json(req, 200, r);
+    /* Role, status, maybe the current organization. */
+    ctx_invalidate_then_reply(req, 'u', user_id, 200, db_get(r, 0, 0), db_getlen(r, 0, 0));
     if (before && strcmp(before, "active") == 0 && after && strcmp(after, "disabled") == 0) {
         char channel[96];
         char msg[160];

@@ -23,6 +23,7 @@
 #include "domain/urlcheck.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
@@ -88,7 +89,8 @@ static const char SQL_VERIFY[] =
     "   WHERE id IN (SELECT user_id FROM c) RETURNING id)"
     " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM t WHERE used_at IS NULL) THEN 'invalid_token'"
     "   WHEN NOT EXISTS (SELECT 1 FROM c) THEN 'token_expired' ELSE 'ok' END,"
-    "   (SELECT preferred_language FROM users WHERE id IN (SELECT user_id FROM t))";
+    "   (SELECT preferred_language FROM users WHERE id IN (SELECT user_id FROM t)),"
+    "   (SELECT id FROM u)";
 
 /* Renders one message in both languages into params[first..first+5]. */
 static void render_both(http_req_t *req, int (*render)(const char *, const char *, mail_msg_t *),
@@ -205,7 +207,8 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
     /* The deleted sessions' open streams close on every worker. */
     caller_t *c = context_caller(req);
     events_sessions_ended(db_get(r, 0, 0), c ? c->session_id : NULL);
-    http_reply_json(req, 200, "{\"success\":true}");
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', db_get(r, 0, 0), 200, ok, sizeof(ok) - 1);
 }
 
 static void hash_work(void *data)
@@ -317,6 +320,7 @@ static void verify_on_done(http_req_t *req, db_result_t *r)
     const char *outcome = db_get(r, 0, 0);
     const char *profile_lang = db_get(r, 0, 1);
     const char *callback = req->data;
+    ctx_invalidate_user(db_get(r, 0, 2)); /* email_verified is part of the invite gate */
     const char *lang = callback ? urlcheck_lang(callback) : NULL;
     if (!lang) lang = profile_lang && strcmp(profile_lang, "es") == 0 ? "es" : "en";
     const char *loc;

@@ -35,6 +35,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/ctx_cache.h"
 #include "routes/files.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
@@ -530,6 +531,7 @@ static void run_update(http_req_t *req, users_state_t *st, db_req_cb cb)
 static bool after_update(http_req_t *req, const db_result_t *r, const char *user_id)
 {
     if (db_nrows(r) == 0) return false;
+    ctx_invalidate_user(user_id); /* status and profile fields are in the caller context */
     const char *before = db_get(r, 0, 1), *after = db_get(r, 0, 2);
     if (before && after && strcmp(before, "active") == 0 && strcmp(after, "active") != 0)
         publish_inactive(req, user_id);
@@ -545,7 +547,8 @@ static void patch_me_on_updated(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
         return;
     }
-    reply_db_json(req, 200, r);
+    ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 0),
+                              db_getlen(r, 0, 0));
 }
 
 static void patch_me(http_req_t *req)
@@ -819,7 +822,8 @@ static void patch_on_updated(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
         return;
     }
-    http_reply_json(req, 200, "{\"success\":true}");
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
 }
 
 /* The avatar is set first (its checks may refuse the request), then the other fields. */

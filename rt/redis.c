@@ -144,6 +144,17 @@ static struct {
 /* Kept outside R: the SSE hub may register before redis_init. */
 static redis_message_cb message_cb;
 static void *message_data;
+/* Channels with their own handler (not the SSE hub's): internal broadcasts such as cache
+ * invalidation. */
+#define CHANNEL_HANDLERS_MAX 4
+static struct {
+    const char *name;
+    redis_message_cb cb;
+    void *data;
+} channel_handlers[CHANNEL_HANDLERS_MAX];
+static int nchannel_handlers;
+/* Moves on every loss of the subscriber connection (messages may have been missed). */
+static unsigned sub_epoch;
 
 static int parse_url(const char *url);
 static char *pct_decode(const char *s, size_t n);
@@ -977,6 +988,8 @@ static void chans_reset(void)
 {
     size_t i;
 
+    sub_epoch++;
+
     for (i = 0; i < R.nbuckets; i++) {
         rchan_t *ch, *next;
 
@@ -1027,6 +1040,43 @@ void redis_set_message_handler(redis_message_cb cb, void *data)
     message_data = data;
 }
 
+void redis_set_channel_handler(const char *channel, redis_message_cb cb, void *data)
+{
+    if (nchannel_handlers == CHANNEL_HANDLERS_MAX) {
+        log_error("redis: too many channel handlers (%s)", channel);
+        return;
+    }
+    channel_handlers[nchannel_handlers].name = channel;
+    channel_handlers[nchannel_handlers].cb = cb;
+    channel_handlers[nchannel_handlers].data = data;
+    nchannel_handlers++;
+}
+
+void redis_flush(void)
+{
+    if (R.running && R.cmd.state == REDIS_STATE_CONNECTED && R.cmd.ac)
+        redisAsyncHandleWrite(R.cmd.ac);
+}
+
+void redis_sub_drain(void)
+{
+    /* A read with nothing waiting is what a spurious wake-up does: hiredis gets EAGAIN. */
+    if (R.running && R.sub.state == REDIS_STATE_CONNECTED && R.sub.ac)
+        redisAsyncHandleRead(R.sub.ac);
+}
+
+unsigned redis_sub_epoch(void)
+{
+    return sub_epoch;
+}
+
+bool redis_channel_active(const char *channel)
+{
+    rchan_t *ch = chan_find(channel, strlen(channel));
+
+    return ch && ch->refs > 0 && ch->state == CHAN_ACTIVE && R.sub.state == REDIS_STATE_CONNECTED;
+}
+
 void redis_subscribe(const char *channel)
 {
     size_t len = strlen(channel);
@@ -1068,6 +1118,14 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *priv)
     ch = chan_find(r->element[1]->str, r->element[1]->len);
     if (!ch) return; /* the anchor channel, or one already forgotten */
     if (strcmp(kind, "message") == 0) {
+        for (int i = 0; i < nchannel_handlers; i++) {
+            if (strcmp(channel_handlers[i].name, ch->name) == 0) {
+                if (ch->refs > 0 && r->element[2]->type == REDIS_REPLY_STRING)
+                    channel_handlers[i].cb(ch->name, r->element[2]->str, r->element[2]->len,
+                                           channel_handlers[i].data);
+                return;
+            }
+        }
         if (ch->refs > 0 && message_cb && r->element[2]->type == REDIS_REPLY_STRING)
             message_cb(ch->name, r->element[2]->str, r->element[2]->len, message_data);
     } else if (strcmp(kind, "subscribe") == 0) {

@@ -34,6 +34,19 @@ void redis_publish(const char *channel, const char *msg, size_t len);
  * unsubscribe sends UNSUBSCRIBE. One handler for all messages (the SSE hub). */
 void redis_set_message_handler(redis_message_cb cb, void *data);
 void redis_subscribe(const char *channel);
+/* Messages of `channel` (a string that lives forever) go to cb instead of the general handler.
+ * Subscribe to it as to any channel. */
+void redis_set_channel_handler(const char *channel, redis_message_cb cb, void *data);
+/* True while the channel is subscribed on a live subscriber connection. */
+bool redis_channel_active(const char *channel);
+/* Writes the queued commands to the socket now instead of on the next loop turn, so a PUBLISH
+ * leaves before a reply the caller is about to send. Non-blocking. */
+void redis_flush(void);
+/* Reads and dispatches the messages already waiting on the subscriber connection now, without
+ * waiting for the loop to poll it. Non-blocking. */
+void redis_sub_drain(void);
+/* Changes whenever the subscriber connection was lost: messages published meanwhile are gone. */
+unsigned redis_sub_epoch(void);
 void redis_unsubscribe(const char *channel);
 
 /* Health: PING with a 1 s timeout; cb(ok). */

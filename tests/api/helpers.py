@@ -422,6 +422,10 @@ def psql(sql, **params):
     r = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise AssertionError("psql failed: %s\n%s" % (r.stderr.strip(), sql))
+    if REDIS_URL and re.search(r"\b(UPDATE|INSERT|DELETE)\b", sql, re.I):
+        # A change behind the server's back: drop every worker's cached caller contexts, as an
+        # operator editing these tables by hand must (docs/performance.md, caller context).
+        redis_cli("PUBLISH", "coachd:ctx-invalidate", "*")
     out = r.stdout.rstrip("\n")
     if not out:
         return []
