@@ -192,8 +192,7 @@ int config_load(void)
     cfg.resend_activation_cooldown = config_int("RESEND_ACTIVATION_COOLDOWN_SECONDS", 60, 1, 86400);
     /* Accepting an invite by id proves nothing about the mailbox unless the email is verified
      * (docs/security.md); off in development so local sign-ups can accept without mail. */
-    cfg.invite_require_verified_email =
-        env_bool("INVITE_REQUIRE_VERIFIED_EMAIL", cfg.production);
+    cfg.invite_require_verified_email = env_bool("INVITE_REQUIRE_VERIFIED_EMAIL", cfg.production);
     return rc;
 }
 

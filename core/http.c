@@ -902,8 +902,8 @@ static void adopt_request_id(http_req_t *req)
     if (n == 0 || n > HTTP_REQUEST_ID_MAX) return;
     for (size_t i = 0; i < n; i++) {
         char ch = in[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                  ch == '-' || ch == '_' || ch == '.' || ch == ':';
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':';
         if (!ok) return;
     }
     memcpy(req->id, in, n + 1);

@@ -71,7 +71,7 @@ typedef int (*http_body_chunk_cb)(http_req_t *req, const char *data, size_t len)
 
 struct http_req {
     arena_t arena;
-    http_conn_t *conn; /* NULL once the client is gone */
+    http_conn_t *conn;                /* NULL once the client is gone */
     char id[HTTP_REQUEST_ID_MAX + 1]; /* request id: the caller's valid X-Request-Id, else
                                          our own hex; echoed as X-Request-Id */
     int method;

@@ -74,11 +74,12 @@ static void jhead(jline_t *j, int level)
     gettimeofday(&tv, NULL);
     struct tm tm;
     gmtime_r(&tv.tv_sec, &tm);
-    j->len = (size_t)snprintf(j->data, sizeof(j->data),
-                              "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
-                              "\"pid\":%d",
-                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                              tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], (int)getpid());
+    j->len =
+        (size_t)snprintf(j->data, sizeof(j->data),
+                         "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
+                         "\"pid\":%d",
+                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                         tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], (int)getpid());
 }
 
 static void jend(jline_t *j)

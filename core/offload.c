@@ -19,8 +19,8 @@
 /* Jobs that may wait per lane. first-run hashes only before the installation is set up (and
  * succeeds once): a few dozen is plenty. */
 static const int LANE_MAX[OFFLOAD_KIND_COUNT] = {
-    [OFFLOAD_OTHER] = 1024,    [OFFLOAD_SIGN_IN] = 1024, [OFFLOAD_SIGN_UP] = 512,
-    [OFFLOAD_PASSWORD] = 256,  [OFFLOAD_ACCOUNT] = 256,  [OFFLOAD_FIRST_RUN] = 32,
+    [OFFLOAD_OTHER] = 1024,   [OFFLOAD_SIGN_IN] = 1024, [OFFLOAD_SIGN_UP] = 512,
+    [OFFLOAD_PASSWORD] = 256, [OFFLOAD_ACCOUNT] = 256,  [OFFLOAD_FIRST_RUN] = 32,
 };
 
 typedef struct offload {

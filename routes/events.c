@@ -24,9 +24,8 @@ static const char SQL_MENTORSHIP_ACCESS[] =
 
 /* The organizations where the user's membership is active: the only ones whose events the user
  * stream carries. */
-static const char SQL_ACTIVE_ORGS[] =
-    "SELECT organization_id FROM organization_memberships"
-    " WHERE user_id = $1 AND membership_status = 'active'";
+static const char SQL_ACTIVE_ORGS[] = "SELECT organization_id FROM organization_memberships"
+                                      " WHERE user_id = $1 AND membership_status = 'active'";
 
 /* What binds a stream to the caller's session (its expiry closes the stream). */
 static stream_auth_t stream_auth(const caller_t *c)

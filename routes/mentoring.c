@@ -161,12 +161,13 @@ done:
     return result;
 }
 
-void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id, const char *coach_id,
-                                      const char *teacher_id)
+void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id,
+                                      const char *coach_id, const char *teacher_id)
 {
     char data[128];
     snprintf(data, sizeof(data), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}", mentorship_id);
-    events_publish(organization_id, mentorship_id, coach_id, teacher_id, "session-update", data, true);
+    events_publish(organization_id, mentorship_id, coach_id, teacher_id, "session-update", data,
+                   true);
 }
 
 bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const char *what)

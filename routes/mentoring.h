@@ -78,8 +78,8 @@ extern const char SQL_MENTORING_QUEUE_NOTICES[];
 
 /* Publishes session-update {action: "updated", mentorshipId} on the mentorship's channel and to
  * the coach's and teacher's user streams. Call after commit. */
-void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id, const char *coach_id,
-                                      const char *teacher_id);
+void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id,
+                                      const char *coach_id, const char *teacher_id);
 
 /* Rendered list pages (GET /api/mentorships, GET /api/sessions; routes/page_cache.h), keyed by
  * the list, the organization, the caller's visibility class — manager-level, or the Coach or

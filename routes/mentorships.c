@@ -336,7 +336,8 @@ static void upd_on_commit(http_req_t *req, db_result_t *r)
     if (db_failed_or_reply(req, r)) return;
     if (st->notices) outbox_kick();
     if (st->sessions_changed)
-        mentoring_publish_session_update(context_caller(req)->org_id, st->id, st->coach_id, st->teacher_id);
+        mentoring_publish_session_update(context_caller(req)->org_id, st->id, st->coach_id,
+                                         st->teacher_id);
     http_reply_json(req, 200, st->json);
 }
 

@@ -72,8 +72,8 @@ static void on_outbox(http_req_t *req, db_result_t *r)
     buf_printf(&b, "coachd_db_pool_connections{state=\"busy\"} %d\n", p.busy);
     buf_printf(&b, "coachd_db_pool_connections{state=\"idle\"} %d\n", p.idle);
     buf_printf(&b, "coachd_db_pool_connections{state=\"broken\"} %d\n", p.broken);
-    gauge(&b, "coachd_db_pool_queued", "Statements waiting for a free database connection.", "gauge",
-          p.queued);
+    gauge(&b, "coachd_db_pool_queued", "Statements waiting for a free database connection.",
+          "gauge", p.queued);
     gauge(&b, "coachd_db_pool_reconnects_total", "Database connections lost and re-dialled.",
           "counter", (double)p.reconnects);
     gauge(&b, "coachd_redis_up", "1 when the Redis connection is up.", "gauge",

@@ -34,9 +34,11 @@ static const char SQL_REGISTER[] =
     "   RETURNING token, platform, created_at, (xmax = 0) AS fresh),"
     " old AS (DELETE FROM push_tokens WHERE user_id = $2 AND token <> $1 AND token NOT IN"
     "   (SELECT token FROM push_tokens WHERE user_id = $2 AND token <> $1"
-    "   ORDER BY created_at DESC, token DESC LIMIT " STR(PUSH_TOKENS_PER_USER) " - 1))"
-    " SELECT json_build_object('data', json_build_object('token', token,"
-    "   'platform', platform, 'createdAt', iso(created_at))), fresh FROM p";
+    "   ORDER BY created_at DESC, token DESC LIMIT " STR(
+        PUSH_TOKENS_PER_USER) " - 1))"
+                              " SELECT json_build_object('data', json_build_object('token', token,"
+                              "   'platform', platform, 'createdAt', iso(created_at))), fresh FROM "
+                              "p";
 
 static const char SQL_DELETE[] = "DELETE FROM push_tokens WHERE token = $1 AND user_id = $2";
 

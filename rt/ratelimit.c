@@ -26,10 +26,9 @@ static const char COOLDOWN_SCRIPT[] =
     "return {0, t}";
 
 /* The count of a key without counting a hit, and its TTL. */
-static const char PEEK_SCRIPT[] =
-    "local c = tonumber(redis.call('GET', KEYS[1]) or '0') "
-    "local t = redis.call('TTL', KEYS[1]) "
-    "return {c, t}";
+static const char PEEK_SCRIPT[] = "local c = tonumber(redis.call('GET', KEYS[1]) or '0') "
+                                  "local t = redis.call('TTL', KEYS[1]) "
+                                  "return {c, t}";
 
 typedef struct pending {
     ratelimit_cb cb;

@@ -43,7 +43,8 @@ static void on_swept(db_result_t *r, void *data)
         char data_json[128];
         snprintf(data_json, sizeof(data_json), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}",
                  id);
-        events_publish(db_get(r, i, 4), id, db_get(r, i, 1), db_get(r, i, 2), "session-update", data_json, true);
+        events_publish(db_get(r, i, 4), id, db_get(r, i, 1), db_get(r, i, 2), "session-update",
+                       data_json, true);
     }
 }
 

@@ -110,8 +110,9 @@ static void uuid_params_lower_cased(void **s)
     http_req_t req;
     int status;
     const char *allow;
-    const route_t *r = match(&req, HTTP_M_GET, "/api/organizations/2A8DF2AE-E8D7-4B64-B4B2-F4B106957397",
-                             &status, &allow);
+    const route_t *r =
+        match(&req, HTTP_M_GET, "/api/organizations/2A8DF2AE-E8D7-4B64-B4B2-F4B106957397", &status,
+              &allow);
     assert_non_null(r);
     assert_string_equal(req.params[0], "2a8df2ae-e8d7-4b64-b4b2-f4b106957397");
     arena_free(&req.arena);
