@@ -19,40 +19,6 @@ void events_make_id(char out[48])
     snprintf(out, 48, "%llu-%x-%lu", ms, (unsigned)getpid(), ++seq);
 }
 
-void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id,
-                    const char *teacher_id, const char *event, const char *data_json, bool to_users)
-{
-    char id[48];
-    events_make_id(id);
-    buf_t msg = BUF_INIT;
-    buf_puts(&msg, "{\"id\":");
-    buf_json_str(&msg, id);
-    buf_puts(&msg, ",\"event\":");
-    buf_json_str(&msg, event);
-    /* Before "data", which must stay last (rt/streams.c reads it to the closing brace). */
-    if (organization_id) {
-        buf_puts(&msg, ",\"organizationId\":");
-        buf_json_str(&msg, organization_id);
-    }
-    buf_puts(&msg, ",\"data\":");
-    buf_puts(&msg, data_json);
-    buf_putc(&msg, '}');
-    char chan[96];
-    if (mentorship_id) {
-        snprintf(chan, sizeof(chan), "mentorship:%s", mentorship_id);
-        redis_publish(chan, msg.data, msg.len);
-    }
-    if (to_users) {
-        const char *users[2] = {coach_id, teacher_id};
-        for (int i = 0; i < 2; i++) {
-            if (!users[i] || (i == 1 && coach_id && strcmp(coach_id, teacher_id) == 0)) continue;
-            snprintf(chan, sizeof(chan), "user:%s", users[i]);
-            redis_publish(chan, msg.data, msg.len);
-        }
-    }
-    buf_free(&msg);
-}
-
 void events_publish_to(const char *organization_id, const char *mentorship_id,
                        const char *const *user_ids, size_t n, const char *event,
                        const char *data_json)
@@ -64,6 +30,7 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
     buf_json_str(&msg, id);
     buf_puts(&msg, ",\"event\":");
     buf_json_str(&msg, event);
+    /* Before "data", which must stay last (rt/streams.c reads it to the closing brace). */
     if (organization_id) {
         buf_puts(&msg, ",\"organizationId\":");
         buf_json_str(&msg, organization_id);
@@ -86,6 +53,15 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
         redis_publish(chan, msg.data, msg.len);
     }
     buf_free(&msg);
+}
+
+/* The coach's and teacher's user channels are just two user ids: one encoder and one publish
+ * path for every event (NULL and repeated ids are skipped there). */
+void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id,
+                    const char *teacher_id, const char *event, const char *data_json, bool to_users)
+{
+    const char *users[2] = {coach_id, teacher_id};
+    events_publish_to(organization_id, mentorship_id, users, to_users ? 2 : 0, event, data_json);
 }
 
 void events_control(const char *user_id, const char *json)
