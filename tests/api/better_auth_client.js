@@ -11,6 +11,15 @@
 // its cookies in a jar the way a browser would, so a session set by sign-in is sent afterwards.
 'use strict'
 
+// Every Set-Cookie header of a response. Headers.getSetCookie() exists from Node 19.7 (Node 20
+// here, but Debian 12 ships Node 18): otherwise the joined header is split at each comma that
+// starts a new name=value pair (a comma inside an Expires date is followed by a digit, not a name).
+function setCookies (headers) {
+  if (typeof headers.getSetCookie === 'function') return headers.getSetCookie()
+  const joined = headers.get('set-cookie')
+  return joined ? joined.split(/,\s*(?=[^;,\s=]+=)/) : []
+}
+
 async function main () {
   const { createAuthClient } = await import('better-auth/client')
   const base = process.argv[2]
@@ -25,7 +34,7 @@ async function main () {
     if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
     headers.set('origin', origin)
     const res = await fetch(input, { ...init, headers, redirect: 'manual' })
-    for (const c of res.headers.getSetCookie()) {
+    for (const c of setCookies(res.headers)) {
       const [pair, ...attrs] = c.split(';')
       const eq = pair.indexOf('=')
       const name = pair.slice(0, eq).trim()
