@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,8 +156,12 @@ static int run_worker(int listen_fd)
 
 static pid_t spawn_worker(int slot, const int *fds, int n)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* A worker must not outlive its supervisor (killed with SIGKILL, say): it would keep
+         * the port with nobody to replace or stop it. It drains and exits as on a SIGTERM. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
         for (int i = 0; i < n; i++)
             if (i != slot) close(fds[i]);
         _exit(run_worker(fds[slot]));
@@ -169,13 +174,21 @@ static int supervise(int n)
 {
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
     int *fds = calloc((size_t)n, sizeof(int));
-    if (!pids || !fds) return 1;
+    if (!pids || !fds) {
+        free(pids);
+        free(fds);
+        return 1;
+    }
     /* One SO_REUSEPORT socket per slot: the kernel spreads connections over the slots, and a
      * slot's socket (with its backlog) outlives the worker that serves it. */
     for (int i = 0; i < n; i++) {
         int rc = http_listen_socket(cfg.host, cfg.port, &fds[i]);
         if (rc != 0) {
             log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
+            while (i-- > 0)
+                close(fds[i]);
+            free(pids);
+            free(fds);
             return 1;
         }
     }
