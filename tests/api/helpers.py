@@ -341,11 +341,18 @@ class MailBox:
     def __init__(self, folder=MAIL_DIR):
         self.folder = folder
 
+    # The sink renames a message into place once it is whole and never changes it again, so a
+    # message is parsed once per test run: parsing the whole folder on every poll cost seconds
+    # per poll late in the suite (thousands of messages), which made mail look late.
+    _parsed = {}
+
     def all_to(self, address):
         address = address.lower()
         out = []
         for path in sorted(glob.glob(os.path.join(self.folder, "*.eml"))):
-            m = Mail(path)
+            m = MailBox._parsed.get(path)
+            if m is None:
+                m = MailBox._parsed[path] = Mail(path)
             if address in m.recipients():
                 out.append(m)
         return out
@@ -377,11 +384,16 @@ class PushBox:
     def __init__(self, folder=PUSH_DIR):
         self.folder = folder
 
+    _parsed = {}  # as MailBox: the sink writes each request once, whole
+
     def requests(self):
         out = []
         for path in sorted(glob.glob(os.path.join(self.folder, "*.json"))):
-            with open(path) as f:
-                out.append(json.load(f))
+            req = PushBox._parsed.get(path)
+            if req is None:
+                with open(path) as f:
+                    req = PushBox._parsed[path] = json.load(f)
+            out.append(req)
         return out
 
     def messages(self):
