@@ -28,7 +28,14 @@
 #include "rt/redis.h"
 #include "rt/storage_probe.h"
 
-#define PROBE_CACHE_SECONDS 30
+/* How long the mail and storage probe results are reused: a health check every few seconds
+ * should not open an SMTP connection or write a file each time. HEALTH_PROBE_CACHE_SECONDS. */
+static int probe_cache_seconds(void)
+{
+    static int secs = -1;
+    if (secs < 0) secs = config_int("HEALTH_PROBE_CACHE_SECONDS", 30, 0, 3600);
+    return secs;
+}
 
 enum { CHK_DB, CHK_CACHE, CHK_STORAGE, CHK_MAIL, CHK_N };
 
@@ -80,7 +87,7 @@ static void on_mail(bool ok, void *data)
 
 static void probe_mail(health_state_t *st)
 {
-    if (time(NULL) - mail_cache.at < PROBE_CACHE_SECONDS) {
+    if (time(NULL) - mail_cache.at < probe_cache_seconds()) {
         check_done(st, CHK_MAIL, mail_cache.ok);
         return;
     }
@@ -89,7 +96,7 @@ static void probe_mail(health_state_t *st)
 
 static void probe_storage(health_state_t *st)
 {
-    if (time(NULL) - storage_cache.at < PROBE_CACHE_SECONDS) {
+    if (time(NULL) - storage_cache.at < probe_cache_seconds()) {
         check_done(st, CHK_STORAGE, storage_cache.ok);
         return;
     }

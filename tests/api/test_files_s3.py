@@ -109,7 +109,7 @@ def test_local_health_probe_writes(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
     key = {"X-Client-Key": os.environ["COACHD_CLIENT_KEY"]}
-    with second_coachd(STORAGE_DIR=str(ro)) as base:
+    with second_coachd(STORAGE_DIR=str(ro), HEALTH_PROBE_CACHE_SECONDS=1) as base:
         assert requests.get(base + "/api/health", headers=key).json()["checks"]["storage"] == "ok"
         assert os.listdir(ro) == []  # the probe file was removed
         # The storage folder turns into a plain file: no user, root included, can write below
@@ -117,7 +117,7 @@ def test_local_health_probe_writes(tmp_path):
         os.rmdir(ro)
         ro.write_bytes(b"not a folder")
         try:
-            # Probe results are cached for a few seconds (routes/health.c PROBE_CACHE_SECONDS).
+            # Probe results are reused for HEALTH_PROBE_CACHE_SECONDS (1 s here, 30 by default).
             wait_until(lambda: requests.get(base + "/api/health", headers=key).json()
                        ["checks"]["storage"] == "error", timeout=40, what="storage check error")
         finally:
