@@ -100,6 +100,12 @@ perm_t perm_org_access(const perm_actor_t *a, bool org_exists, role_t member_rol
     return PERM_ALLOW;
 }
 
+perm_t perm_org_list(const perm_actor_t *a, bool org_admin_somewhere)
+{
+    if (is_global(a) || org_admin_somewhere) return PERM_ALLOW;
+    return forbid("Your role does not allow this action");
+}
+
 perm_members_t perm_member_view(role_t as)
 {
     if (role_is_global(as) || as == ROLE_ORG_ADMIN) return PERM_MEMBERS_ALL;

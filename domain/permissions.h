@@ -77,6 +77,10 @@ perm_t perm_guard_route(const perm_actor_t *a, const perm_guard_facts_t *f);
 perm_t perm_org_access(const perm_actor_t *a, bool org_exists, role_t member_role, role_t need,
                        role_t *as);
 
+/* GET /api/organizations: global roles (every organization) and OrganizationAdmins (their
+ * own: `org_admin_somewhere`). */
+perm_t perm_org_list(const perm_actor_t *a, bool org_admin_somewhere);
+
 /* Which members of an organization a caller acting as `as` sees in its member list. */
 typedef enum perm_members {
     PERM_MEMBERS_NONE,    /* may not list */

@@ -186,6 +186,15 @@ bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_t
                                  found ? db_get(r, 0, 1) : NULL, found ? db_get(r, 0, 2) : NULL));
 }
 
+bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r)
+{
+    perm_actor_t a = perm_actor(context_caller(tx->req));
+    bool found = db_nrows(r) > 0;
+    return perm_allowed_or_rolled_back(
+        tx,
+        perm_mentorship_change(&a, found ? db_get(r, 0, 0) : NULL, found ? db_get(r, 0, 1) : NULL));
+}
+
 /* ---- rendered list pages ---- */
 
 static page_cache_t mentorship_pages, session_pages;

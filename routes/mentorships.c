@@ -387,16 +387,8 @@ static void upd_on_sessions(http_req_t *req, db_result_t *r)
 static void upd_on_locked(http_req_t *req, db_result_t *r)
 {
     upd_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (txreq_failed_or_reply(&st->tx, r)) return;
-    bool found = db_nrows(r) > 0;
-    perm_actor_t a = perm_actor(c);
-    perm_t p =
-        perm_mentorship_change(&a, found ? db_get(r, 0, 0) : NULL, found ? db_get(r, 0, 1) : NULL);
-    if (!perm_allowed(p)) {
-        txreq_error(&st->tx, p.status, p.code, p.message);
-        return;
-    }
+    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
     if (st->has_status) {

@@ -9,6 +9,7 @@
 #include "core/http.h"
 #include "domain/permissions.h"
 #include "routes/context.h"
+#include "routes/txreq.h"
 
 static inline perm_actor_t perm_actor(const caller_t *c)
 {
@@ -20,5 +21,13 @@ static inline bool perm_allowed_or_replied(http_req_t *req, perm_t p)
 {
     if (perm_allowed(p)) return true;
     http_reply_error(req, p.status, p.code, p.message);
+    return false;
+}
+
+/* As perm_allowed_or_replied() inside a transaction: a refusal rolls it back and replies. */
+static inline bool perm_allowed_or_rolled_back(txreq_t *tx, perm_t p)
+{
+    if (perm_allowed(p)) return true;
+    txreq_error(tx, p.status, p.code, p.message);
     return false;
 }

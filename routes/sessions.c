@@ -336,16 +336,8 @@ static void create_on_inserted(http_req_t *req, db_result_t *r)
 static void create_on_loaded(http_req_t *req, db_result_t *r)
 {
     create_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (txreq_failed_or_reply(&st->tx, r)) return;
-    bool found = db_nrows(r) > 0;
-    perm_actor_t a = perm_actor(c);
-    perm_t p =
-        perm_mentorship_change(&a, found ? db_get(r, 0, 0) : NULL, found ? db_get(r, 0, 1) : NULL);
-    if (!perm_allowed(p)) {
-        txreq_error(&st->tx, p.status, p.code, p.message);
-        return;
-    }
+    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
     if (strcmp(db_get(r, 0, 3), "active") != 0) {
@@ -567,12 +559,11 @@ static void upd_on_locked(http_req_t *req, db_result_t *r)
     if (txreq_failed_or_reply(&st->tx, r)) return;
     bool found = db_nrows(r) > 0;
     perm_actor_t a = perm_actor(c);
-    perm_t p = perm_session_change(&a, found ? db_get(r, 0, 0) : NULL,
-                                   found ? db_get(r, 0, 1) : NULL, found ? db_get(r, 0, 2) : NULL);
-    if (!perm_allowed(p)) {
-        txreq_error(&st->tx, p.status, p.code, p.message);
+    if (!perm_allowed_or_rolled_back(&st->tx,
+                                     perm_session_change(&a, found ? db_get(r, 0, 0) : NULL,
+                                                         found ? db_get(r, 0, 1) : NULL,
+                                                         found ? db_get(r, 0, 2) : NULL)))
         return;
-    }
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
     st->mentorship_id = arena_strdup(&req->arena, db_get(r, 0, 4));

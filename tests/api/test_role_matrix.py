@@ -97,7 +97,9 @@ class World:
         path = row["path"].format(org=self.org.get(rel), user=user, m=self.ment.get(rel),
                                   s=self.session.get(rel), f=self.file.get(rel))
         body = None
-        if action == "org.update":
+        if action == "org.create":
+            body = {"name": "Matrix %s" % uuid.uuid4().hex[:8]}
+        elif action == "org.update":
             body = {"description": "role matrix"}
         elif action.startswith("org.invite."):
             body = {"email": unique_email("matrix"),
