@@ -603,20 +603,10 @@ static void detach_on_locked(http_req_t *req, db_result_t *r)
         txreq_error(&st->tx, 404, "NOT_FOUND", "File not found");
         return;
     }
-    caller_t *c = context_caller(req);
-    const char *org = db_get(r, 0, 1), *coach = db_get(r, 0, 2);
-    if (!org) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "Mentorship not found");
+    perm_actor_t a = perm_actor(context_caller(req));
+    if (!perm_allowed_or_rolled_back(&st->tx,
+                                     perm_mentorship_change(&a, db_get(r, 0, 1), db_get(r, 0, 2))))
         return;
-    }
-    if (strcmp(org, c->org_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return;
-    }
-    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "Not your mentorship");
-        return;
-    }
     const char *params[] = {st->file_id, st->object_id};
     txreq_query(&st->tx, SQL_DETACH, 2, params, detach_on_deleted);
 }

@@ -644,8 +644,13 @@ static void list_users(http_req_t *req)
         db_req_query(req, SQL_LIST_ALL, 6, params, list_on_rows);
     } else {
         org_list_t *st = arena_calloc(&req->arena, sizeof(*st));
-        const char *params[] = {
-            search, status, role, lim, off, c->org_id, c->org_role == ROLE_MANAGER ? "t" : "f"};
+        const char *params[] = {search,
+                                status,
+                                role,
+                                lim,
+                                off,
+                                c->org_id,
+                                perm_member_view(c->org_role) == PERM_MEMBERS_MANAGER ? "t" : "f"};
         memcpy(st->params, params, sizeof(params));
         st->sql = search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG;
         /* params[6] is the visibility class; the rest is the normalized query. */
