@@ -341,6 +341,18 @@ perm_t perm_file_read(const perm_actor_t *a, bool exists, const char *org, const
     return PERM_ALLOW;
 }
 
+perm_t perm_file_attach(const perm_actor_t *a, const char *ment_org, const char *coach,
+                        const char *file_org, const char *uploader, bool participant)
+{
+    perm_t p = perm_mentorship_change(a, ment_org, coach);
+    if (!perm_allowed(p)) return p;
+    if (!same(file_org, ment_org))
+        return forbid("The file belongs to another organization than the mentorship");
+    if (!perm_file_readable(a, file_org, uploader, participant))
+        return forbid("You may not use this file");
+    return PERM_ALLOW;
+}
+
 perm_t perm_attachments_read(const perm_actor_t *a, const char *org, const char *coach,
                              const char *teacher)
 {

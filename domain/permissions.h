@@ -201,6 +201,10 @@ bool perm_file_readable(const perm_actor_t *a, const char *org, const char *uplo
 /* GET /api/files/:fileId; `exists` false answers 404. */
 perm_t perm_file_read(const perm_actor_t *a, bool exists, const char *org, const char *uploader,
                       bool participant);
+/* Attaching a file to a mentorship: perm_mentorship_change() on the mentorship (`ment_org` NULL
+ * when it does not exist), the file in the same organization, and readable by the caller. */
+perm_t perm_file_attach(const perm_actor_t *a, const char *ment_org, const char *coach,
+                        const char *file_org, const char *uploader, bool participant);
 /* The attachment list of a mentorship (`org` NULL when it does not exist): global roles any;
  * others in their organization, below Manager only their own mentorships. */
 perm_t perm_attachments_read(const perm_actor_t *a, const char *org, const char *coach,

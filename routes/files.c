@@ -451,13 +451,6 @@ static void get_file(http_req_t *req)
 
 /* ---- attach / detach ---- */
 
-/* The mentorship side of attach and detach: columns 0-2 organization, coach, teacher. */
-static bool mentorship_writable_or_replied(http_req_t *req, const char *org, const char *coach)
-{
-    perm_actor_t a = perm_actor(context_caller(req));
-    return perm_allowed_or_replied(req, perm_mentorship_change(&a, org, coach));
-}
-
 static const char SQL_ATTACH_CHECK[] =
     "SELECT " SQL_FILE_ACCESS_COLS ", m.organization_id, m.coach_id, f.id"
     " FROM (SELECT 1) x LEFT JOIN files f ON f.id = $1"
@@ -503,18 +496,11 @@ static void on_attach_check(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "File not found");
         return;
     }
-    if (!mentorship_writable_or_replied(req, db_get(r, 0, 3), db_get(r, 0, 4))) return;
-    const char *file_org = db_get(r, 0, 0);
-    if (!file_org || strcmp(file_org, db_get(r, 0, 3)) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         "The file belongs to another organization than the mentorship");
+    perm_actor_t a = perm_actor(context_caller(req));
+    if (!perm_allowed_or_replied(req, perm_file_attach(&a, db_get(r, 0, 3), db_get(r, 0, 4),
+                                                       db_get(r, 0, 0), db_get(r, 0, 1),
+                                                       db_get(r, 0, 2)[0] == 't')))
         return;
-    }
-    if (!files_can_read(context_caller(req), file_org, db_get(r, 0, 1),
-                        db_get(r, 0, 2)[0] == 't')) {
-        http_reply_error(req, 403, "FORBIDDEN", "You may not use this file");
-        return;
-    }
     new_uuid(st->id);
     const char *params[] = {st->id, st->file_id, st->object_id, context_caller(req)->user_id};
     db_req_query(req, SQL_ATTACH, 4, params, on_attached);

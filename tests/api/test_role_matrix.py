@@ -8,16 +8,20 @@ Teacher (mentorship "own"), the pair Coach2 / Teacher2 (mentorship "other"), a C
 membership is disabled (DisabledMember) and a Coach whose account is archived (ArchivedUser);
 organization B with an OrganizationAdmin (OtherOrgAdmin) and the pair CoachB / TeacherB
 (mentorship "otherorg"); a PlatformAdmin and an Owner. Each mentorship has one session and one
-file its coach uploaded, attached to it. Every caller sends X-Organization-Id of its own
-organization (A for the global roles)."""
+file its coach uploaded, attached to it, and one chat message of its coach. Every caller sends
+X-Organization-Id of its own organization (A for the global roles). Rows that change or remove
+something (path parameters named fresh_*, creations) get a resource of their own."""
+import datetime
+import itertools
 import os
 import uuid
 
 import pytest
 import requests
 
-from helpers import Client, psql, unique_email
-from ment_fixtures import make_mentorship, make_session
+from chat_fixtures import insert_messages
+from helpers import Client, psql, sign_up, unique_email
+from ment_fixtures import iso, make_mentorship, make_session
 from orgs import Org, make_platform_admin
 
 TABLE = os.path.join(os.path.dirname(__file__), "..", "role_matrix.tsv")
@@ -71,12 +75,17 @@ class World:
             self.clients[role] = c.org(self.a.id)
         self.user_ids = {key: c.user["id"] for key, c in self.clients.items() if c.user}
 
-        pairs = {"own": (self.a, "Coach", "Teacher"), "other": (self.a, "Coach2", "Teacher2"),
-                 "otherorg": (self.b, "CoachB", "TeacherB")}
+        self.pa = pa_client
+        self.pairs = pairs = {"own": (self.a, "Coach", "Teacher"),
+                              "other": (self.a, "Coach2", "Teacher2"),
+                              "otherorg": (self.b, "CoachB", "TeacherB")}
+        self.orgs = {"own": self.a, "otherorg": self.b}
+        self.member = {"own": self.a.uid("Coach2"), "otherorg": self.b.uid("CoachB")}
+        self.hours = itertools.count(48)
         self.org = {"own": self.a.id, "otherorg": self.b.id}
         self.user = {"other": self.a.uid("Coach2"), "otherorg": self.b.uid("CoachB"),
                      "admin": self.a.uid("OrganizationAdmin")}
-        self.ment, self.session, self.file = {}, {}, {}
+        self.ment, self.session, self.file, self.msg = {}, {}, {}, {}
         for rel, (org, coach, teacher) in pairs.items():
             m = make_mentorship(org, coach=coach, teacher=teacher, by="OrganizationAdmin")
             self.ment[rel] = m["id"]
@@ -89,15 +98,81 @@ class World:
                  " VALUES (:'id', :'f', 'mentorship', :'m', :'u')",
                  id=str(uuid.uuid4()), f=fid, m=m["id"], u=org.uid(coach))
             self.file[rel] = fid
+            self.msg[rel] = insert_messages(m["id"], org.uid(coach), ["role matrix"],
+                                            base_sql="now() - interval '1 minute'")[0]
+
+    def future(self):
+        """A start time no other row's session uses (sessions 15 minutes apart conflict)."""
+        t = datetime.datetime.now(datetime.timezone.utc).replace(minute=0, second=0,
+                                                                  microsecond=0)
+        return iso(t + datetime.timedelta(hours=next(self.hours)))
+
+    def new_file(self, rel, attached):
+        org, coach, _ = self.pairs[rel]
+        fid = str(uuid.uuid4())
+        psql("INSERT INTO files (id, organization_id, uploader_id, filename, mime_type,"
+             " size_bytes, storage_key) VALUES (:'f', :'o', :'u', 'matrix.txt', 'text/plain',"
+             " 1, :'k')", f=fid, o=org.id, u=org.uid(coach), k="matrix/%s" % fid)
+        if attached:
+            psql("INSERT INTO file_attachments (id, file_id, object_type, object_id, created_by)"
+                 " VALUES (:'id', :'f', 'mentorship', :'m', :'u')",
+                 id=str(uuid.uuid4()), f=fid, m=self.ment[rel], u=org.uid(coach))
+        return fid
+
+    def fresh(self, name, rel):
+        """The fresh_* path parameters: a resource for this row alone."""
+        if name == "fresh_s":
+            org, coach, _ = self.pairs[rel]
+            return make_session(org, self.ment[rel], by=coach,
+                                scheduledAt=self.future())["data"]["id"]
+        if name == "fresh_f":
+            return self.new_file(rel, attached=False)
+        if name == "fresh_af":
+            return self.new_file(rel, attached=True)
+        if name == "fresh_msg":
+            org, coach, _ = self.pairs[rel]
+            return insert_messages(self.ment[rel], org.uid(coach), ["role matrix"],
+                                   base_sql="now()")[0]
+        raise KeyError(name)
+
+    def new_user(self):
+        return sign_up(email=unique_email("matrix"), name="Matrix User")[1]["id"]
+
+    def new_teacher(self, rel):
+        """A Teacher of the relation's organization without a mentorship."""
+        org = self.pairs[rel][0]
+        uid = self.new_user()
+        self.pa.post_json("/api/organizations/%s/users" % org.id,
+                          {"userId": uid, "roleInOrganization": "Teacher"}, expect=201)
+        return uid
 
     def request(self, row):
         actor, rel, action = row["actor"], row["relation"], row["action"]
         client = self.clients[actor]
         user = self.user_ids.get(actor, "me") if rel == "own" else self.user.get(rel)
+        fresh = {name: self.fresh(name, rel) for name in
+                 ("fresh_s", "fresh_f", "fresh_af", "fresh_msg") if "{%s}" % name in row["path"]}
         path = row["path"].format(org=self.org.get(rel), user=user, m=self.ment.get(rel),
-                                  s=self.session.get(rel), f=self.file.get(rel))
+                                  s=self.session.get(rel), f=self.file.get(rel),
+                                  member=self.member.get(rel), **fresh)
         body = None
-        if action == "org.create":
+        if action == "member.update":
+            body = {"isPrimary": False}
+        elif action == "member.add":
+            body = {"userId": self.new_user(), "roleInOrganization": "Teacher"}
+        elif action == "mentorship.create":
+            org, coach, _ = self.pairs[rel]
+            body = {"organizationId": org.id, "coachId": org.uid(coach),
+                    "teacherId": self.new_teacher(rel)}
+        elif action == "session.create":
+            body = {"mentorshipId": self.ment[rel], "scheduledAt": self.future()}
+        elif action == "file.attach":
+            body = {"objectType": "mentorship", "objectId": self.ment[rel]}
+        elif action == "chat.receipt":
+            body = {"lastReadMessageId": self.msg[rel]}
+        elif action == "chat.edit":
+            body = {"body": "role matrix, edited"}
+        elif action == "org.create":
             body = {"name": "Matrix %s" % uuid.uuid4().hex[:8]}
         elif action == "org.update":
             body = {"description": "role matrix"}

@@ -122,7 +122,9 @@ static perm_t decide(const row_t *row)
     actor_t x = actor_of(row->actor);
     const perm_actor_t *a = &x.a;
     perm_guard_facts_t g = {
-        .auth = strcmp(row->auth, "org") == 0 ? PERM_AUTH_ORG : PERM_AUTH_SESSION,
+        .auth = strcmp(row->auth, "org") == 0        ? PERM_AUTH_ORG
+                : strcmp(row->auth, "optional") == 0 ? PERM_AUTH_OPTIONAL
+                                                     : PERM_AUTH_SESSION,
         .min_role = strcmp(row->min, "-") == 0 ? ROLE_NONE : role_parse(row->min),
         .session = x.session,
         .user_active = x.active,
@@ -131,6 +133,7 @@ static perm_t decide(const row_t *row)
         .member = x.member,
     };
     assert_true(strcmp(row->min, "-") == 0 || g.min_role != ROLE_NONE);
+    assert_true(g.auth != PERM_AUTH_SESSION || strcmp(row->auth, "session") == 0);
     perm_t p = perm_guard(x.session ? a : NULL, &g);
     if (!perm_allowed(p)) return p;
 
@@ -146,6 +149,8 @@ static perm_t decide(const row_t *row)
         if (perm_allowed(p)) assert_int_not_equal(perm_member_view(as), PERM_MEMBERS_NONE);
         return p;
     }
+    if (strcmp(act, "member.update") == 0 || strcmp(act, "member.add") == 0)
+        return perm_org_access(a, true, member_role(&x, org_of(rel)), ROLE_ORG_ADMIN, &as);
     if (strcmp(act, "org.invites.list") == 0)
         return perm_invite_access(a, true, member_role(&x, org_of(rel)), &as);
     if (strncmp(act, "org.invite.", 11) == 0) {
@@ -170,8 +175,11 @@ static perm_t decide(const row_t *row)
         return perm_user_access(a, &t, ua);
     }
     if (strcmp(act, "mentorships.list") == 0 || strcmp(act, "sessions.list") == 0 ||
-        strcmp(act, "chat.conversations") == 0)
-        return PERM_ALLOW; /* the guard decides; the rows shown depend on the scope */
+        strcmp(act, "chat.conversations") == 0 || strcmp(act, "auth.session") == 0 ||
+        strcmp(act, "users.me") == 0 || strcmp(act, "me.organizations") == 0 ||
+        strcmp(act, "me.current") == 0 || strcmp(act, "invites.mine") == 0 ||
+        strcmp(act, "stream.user") == 0)
+        return PERM_ALLOW; /* the guard decides; what is shown depends on the caller */
 
     mentorship_t m = mentorship_of(rel);
     if (strcmp(act, "mentorship.read") == 0)
@@ -195,6 +203,27 @@ static perm_t decide(const row_t *row)
         return perm_attachments_read(a, m.org, m.coach, m.teacher);
     if (strcmp(act, "file.read") == 0) /* uploaded by the coach, attached to the mentorship */
         return perm_file_read(a, true, m.org, m.coach, party(&x, &m));
+    if (strcmp(act, "mentorship.create") == 0) /* a fresh teacher with the pair's coach */
+        return perm_mentorship_create(a, m.org, m.coach);
+    if (strcmp(act, "session.create") == 0 || strcmp(act, "file.detach") == 0)
+        return perm_mentorship_change(a, m.org, m.coach);
+    if (strcmp(act, "session.cancel") == 0)
+        return perm_session_change(a, m.org, m.coach, m.teacher);
+    if (strcmp(act, "file.attach") == 0) {
+        /* A fresh file of the mentorship's organization, uploaded by its coach, attached nowhere.
+         */
+        return perm_file_attach(a, m.org, m.coach, m.org, m.coach, false);
+    }
+    if (strcmp(act, "chat.unread") == 0 || strcmp(act, "chat.receipt") == 0)
+        return perm_chat_access(a, PERM_CHAT_PARTICIPATE, m.org, m.coach, m.teacher, NULL);
+    if (strcmp(act, "chat.edit") == 0) { /* a fresh message the coach sent */
+        p = perm_chat_access(a, PERM_CHAT_PARTICIPATE, m.org, m.coach, m.teacher, NULL);
+        return perm_allowed(p) ? perm_chat_edit(strcmp(a->user_id, m.coach) == 0) : p;
+    }
+    if (strcmp(act, "chat.delete") == 0) {
+        p = perm_chat_access(a, PERM_CHAT_READ, m.org, m.coach, m.teacher, NULL);
+        return perm_allowed(p) ? perm_chat_delete(a, strcmp(a->user_id, m.coach) == 0) : p;
+    }
     if (strcmp(act, "stream.mentorship") == 0)
         return perm_stream_mentorship(a, true, party(&x, &m));
     fail_msg("line %d: unknown action %s", row->line, act);
