@@ -129,6 +129,19 @@ class World:
             return self.new_file(rel, attached=False)
         if name == "fresh_af":
             return self.new_file(rel, attached=True)
+        if name == "fresh_m":
+            org, coach, _ = self.pairs[rel]
+            m = org.client("OrganizationAdmin").post_json("/api/mentorships", {
+                "organizationId": org.id, "coachId": org.uid(coach),
+                "teacherId": self.new_teacher(rel)}, expect=201)["data"]
+            org.client("Manager").patch_json("/api/mentorships/%s" % m["id"], {"status": "active"})
+            return m["id"]
+        if name == "fresh_user":
+            org = self.orgs["own" if rel == "other" else rel]
+            uid = self.new_user()
+            self.pa.post_json("/api/organizations/%s/users" % org.id,
+                              {"userId": uid, "roleInOrganization": "Coach"}, expect=201)
+            return uid
         if name == "fresh_msg":
             org, coach, _ = self.pairs[rel]
             return insert_messages(self.ment[rel], org.uid(coach), ["role matrix"],
@@ -151,10 +164,11 @@ class World:
         client = self.clients[actor]
         user = self.user_ids.get(actor, "me") if rel == "own" else self.user.get(rel)
         fresh = {name: self.fresh(name, rel) for name in
-                 ("fresh_s", "fresh_f", "fresh_af", "fresh_msg") if "{%s}" % name in row["path"]}
+                 ("fresh_s", "fresh_f", "fresh_af", "fresh_msg", "fresh_m", "fresh_user")
+                 if "{%s}" % name in row["path"]}
         path = row["path"].format(org=self.org.get(rel), user=user, m=self.ment.get(rel),
                                   s=self.session.get(rel), f=self.file.get(rel),
-                                  member=self.member.get(rel), **fresh)
+                                  member=self.member.get(rel), msg=self.msg.get(rel), **fresh)
         body = None
         if action == "member.update":
             body = {"isPrimary": False}
@@ -168,6 +182,17 @@ class World:
             body = {"mentorshipId": self.ment[rel], "scheduledAt": self.future()}
         elif action == "file.attach":
             body = {"objectType": "mentorship", "objectId": self.ment[rel]}
+        elif action == "users.create":
+            body = {"email": unique_email("matrix"), "firstName": "Matrix", "lastName": "User",
+                    "password": "matrix-password-1"}
+        elif action == "mentorship.status":
+            body = {"status": "paused"}
+        elif action == "session.confirm":
+            body = {"status": "confirmed"}
+        elif action == "chat.react":
+            body = {"emoji": "\U0001F44D"}
+        elif action == "files.presign":
+            body = {"filename": "matrix.txt", "mimeType": "text/plain", "sizeBytes": 5}
         elif action == "chat.receipt":
             body = {"lastReadMessageId": self.msg[rel]}
         elif action == "chat.edit":

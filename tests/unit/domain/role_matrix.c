@@ -164,7 +164,12 @@ static perm_t decide(const row_t *row)
         const char *org = org_of(rel);
         return perm_switch_org(a, true, a->global_role != ROLE_NONE || member_role(&x, org));
     }
-    if (strcmp(act, "users.list") == 0) return perm_user_staff(a, ROLE_MANAGER);
+    if (strcmp(act, "users.list") == 0 || strcmp(act, "users.create") == 0)
+        return perm_user_staff(a, ROLE_MANAGER);
+    if (strcmp(act, "user.archive") == 0) { /* a fresh Coach of the relation's organization */
+        perm_user_target_t t = user_of(&x, rel);
+        return perm_user_access(a, &t, PERM_USER_STATUS);
+    }
     if (strncmp(act, "user.", 5) == 0) {
         perm_user_target_t t = user_of(&x, rel);
         perm_user_action_t ua = strcmp(act, "user.read") == 0       ? PERM_USER_READ
@@ -178,7 +183,7 @@ static perm_t decide(const row_t *row)
         strcmp(act, "chat.conversations") == 0 || strcmp(act, "auth.session") == 0 ||
         strcmp(act, "users.me") == 0 || strcmp(act, "me.organizations") == 0 ||
         strcmp(act, "me.current") == 0 || strcmp(act, "invites.mine") == 0 ||
-        strcmp(act, "stream.user") == 0)
+        strcmp(act, "stream.user") == 0 || strcmp(act, "files.presign") == 0)
         return PERM_ALLOW; /* the guard decides; what is shown depends on the caller */
 
     mentorship_t m = mentorship_of(rel);
@@ -205,7 +210,18 @@ static perm_t decide(const row_t *row)
         return perm_file_read(a, true, m.org, m.coach, party(&x, &m));
     if (strcmp(act, "mentorship.create") == 0) /* a fresh teacher with the pair's coach */
         return perm_mentorship_create(a, m.org, m.coach);
-    if (strcmp(act, "session.create") == 0 || strcmp(act, "file.detach") == 0)
+    if (strcmp(act, "mentorship.status") == 0) { /* the status is checked before the read */
+        p = perm_mentorship_patch(a, true);
+        return perm_allowed(p) ? perm_mentorship_change(a, m.org, m.coach) : p;
+    }
+    if (strcmp(act, "session.confirm") == 0) {
+        p = perm_session_fields(a, false, "confirmed");
+        return perm_allowed(p) ? perm_session_change(a, m.org, m.coach, m.teacher) : p;
+    }
+    if (strcmp(act, "chat.react") == 0)
+        return perm_chat_access(a, PERM_CHAT_PARTICIPATE, m.org, m.coach, m.teacher, NULL);
+    if (strcmp(act, "session.create") == 0 || strcmp(act, "file.detach") == 0 ||
+        strcmp(act, "mentorship.end") == 0)
         return perm_mentorship_change(a, m.org, m.coach);
     if (strcmp(act, "session.cancel") == 0)
         return perm_session_change(a, m.org, m.coach, m.teacher);
