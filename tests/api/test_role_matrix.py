@@ -136,8 +136,11 @@ class World:
                 "teacherId": self.new_teacher(rel)}, expect=201)["data"]
             org.client("Manager").patch_json("/api/mentorships/%s" % m["id"], {"status": "active"})
             return m["id"]
+        if name == "fresh_org":
+            return self.pa.post_json("/api/organizations", {
+                "name": "Matrix %s" % uuid.uuid4().hex[:8]}, expect=201)["data"]["id"]
         if name == "fresh_user":
-            org = self.orgs["own" if rel == "other" else rel]
+            org = self.orgs["otherorg" if rel == "otherorg" else "own"]
             uid = self.new_user()
             self.pa.post_json("/api/organizations/%s/users" % org.id,
                               {"userId": uid, "roleInOrganization": "Coach"}, expect=201)
@@ -164,11 +167,12 @@ class World:
         client = self.clients[actor]
         user = self.user_ids.get(actor, "me") if rel == "own" else self.user.get(rel)
         fresh = {name: self.fresh(name, rel) for name in
-                 ("fresh_s", "fresh_f", "fresh_af", "fresh_msg", "fresh_m", "fresh_user")
+                 ("fresh_s", "fresh_f", "fresh_af", "fresh_msg", "fresh_m", "fresh_user",
+                              "fresh_org")
                  if "{%s}" % name in row["path"]}
         path = row["path"].format(org=self.org.get(rel), user=user, m=self.ment.get(rel),
                                   s=self.session.get(rel), f=self.file.get(rel),
-                                  member=self.member.get(rel), msg=self.msg.get(rel), **fresh)
+                                  member=self.member.get(rel), msg=self.msg.get(rel), emoji="%F0%9F%91%8D", **fresh)
         body = None
         if action == "member.update":
             body = {"isPrimary": False}
@@ -189,6 +193,10 @@ class World:
             body = {"status": "paused"}
         elif action == "session.confirm":
             body = {"status": "confirmed"}
+        elif action == "users.me.update":
+            body = {"firstName": "Matrix"}
+        elif action == "session.react":
+            body = {"emoji": "\U0001F44D"}
         elif action == "chat.react":
             body = {"emoji": "\U0001F44D"}
         elif action == "files.presign":
