@@ -193,6 +193,8 @@ class World:
             body = {"status": "paused"}
         elif action == "session.confirm":
             body = {"status": "confirmed"}
+        elif action == "push.register":
+            body = {"token": "ExponentPushToken[%s]" % uuid.uuid4().hex, "platform": "ios"}
         elif action == "users.me.update":
             body = {"firstName": "Matrix"}
         elif action == "session.react":
