@@ -45,6 +45,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
@@ -84,43 +85,27 @@ static void unread(http_req_t *req);
     "   AND om.role_in_organization IN ('Manager', 'OrganizationAdmin'))"
 #define ACCESS_NCOLS 4
 
-typedef enum access_need {
-    ACCESS_READ,        /* participants, PlatformAdmin, Owner */
-    ACCESS_PARTICIPATE, /* participants only */
-} access_need_t;
-
 /* What the access read found, copied into the arena. */
 typedef struct chat_ctx {
     const char *mentorship_id, *coach_id, *teacher_id, *admins;
     bool participant;
 } chat_ctx_t;
 
-/* Replies 404 / 403 and returns false when the caller may not do what `need` says. */
-static bool access_or_reply(http_req_t *req, const db_result_t *r, access_need_t need,
-                            chat_ctx_t *x)
+/* Replies 404 / 403 and returns false when the caller may not do what `need` says
+ * (perm_chat_access()); fills x from the access read otherwise. */
+static bool access_or_replied(http_req_t *req, const db_result_t *r, perm_chat_need_t need,
+                              chat_ctx_t *x)
 {
-    caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+    perm_actor_t a = perm_actor(context_caller(req));
+    bool found = db_nrows(r) > 0;
+    if (!perm_allowed_or_replied(req,
+                                 perm_chat_access(&a, need, found ? db_get(r, 0, 0) : NULL,
+                                                  found ? db_get(r, 0, 1) : NULL,
+                                                  found ? db_get(r, 0, 2) : NULL, &x->participant)))
         return false;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return false;
-    }
     x->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     x->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
     x->admins = db_isnull(r, 0, 3) ? "" : arena_strdup(&req->arena, db_get(r, 0, 3));
-    x->participant = strcmp(x->coach_id, c->user_id) == 0 ||
-                     strcmp(x->teacher_id, c->user_id) == 0 ||
-                     role_at_least(c->org_role, ROLE_MANAGER);
-    if (!x->participant && !(need == ACCESS_READ && role_is_global(c->global_role))) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         role_is_global(c->global_role)
-                             ? "PlatformAdmin and Owner read chats but do not take part in them"
-                             : "Not a participant of this mentorship's chat");
-        return false;
-    }
     return true;
 }
 
@@ -436,7 +421,7 @@ static void history_on_page(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
     if (db_failed_or_reply(req, r)) return;
-    if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     const page_req_t *pr = req->data;
     int n = db_isnull(r, 0, H_ID) ? 0 : db_nrows(r);
     bool more = n > pr->limit;
@@ -595,7 +580,7 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
     post_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &st->x)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
     const int col = ACCESS_NCOLS;
     if (!db_isnull(r, 0, col + 3)) {
         reply_data(req, 200, with_urls(req, db_get(r, 0, col + 3), db_getlen(r, 0, col + 3)));
@@ -777,8 +762,8 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
     msg_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    access_need_t need = st->op == OP_DELETE ? ACCESS_READ : ACCESS_PARTICIPATE;
-    if (!access_or_reply(req, r, need, &st->x)) return;
+    perm_chat_need_t need = st->op == OP_DELETE ? PERM_CHAT_READ : PERM_CHAT_PARTICIPATE;
+    if (!access_or_replied(req, r, need, &st->x)) return;
     const int col = ACCESS_NCOLS;
     if (db_isnull(r, 0, col) || db_get(r, 0, col + 1)[0] == 't') {
         msg_not_found(req);
@@ -787,10 +772,7 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
     bool own = strcmp(db_get(r, 0, col), c->user_id) == 0;
     switch (st->op) {
     case OP_EDIT: {
-        if (!own) {
-            http_reply_error(req, 403, "FORBIDDEN", "Only the sender may edit a message");
-            return;
-        }
+        if (!perm_allowed_or_replied(req, perm_chat_edit(own))) return;
         if (db_get(r, 0, col + 2)[0] != 't') {
             http_reply_error(req, 422, "EDIT_WINDOW_EXPIRED",
                              "A message can be edited for 15 minutes after it was sent");
@@ -802,11 +784,8 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
     }
     case OP_DELETE: {
         /* The sender, the organization's Managers and OrganizationAdmins, PlatformAdmin, Owner. */
-        if (!own && !role_at_least(c->org_role, ROLE_MANAGER) && !role_is_global(c->global_role)) {
-            http_reply_error(req, 403, "FORBIDDEN",
-                             "Only the sender or an administrator may delete a message");
-            return;
-        }
+        perm_actor_t a = perm_actor(c);
+        if (!perm_allowed_or_replied(req, perm_chat_delete(&a, own))) return;
         const char *params[] = {st->x.mentorship_id, st->msg_id, c->user_id};
         db_req_query(req, SQL_DELETE, 3, params, delete_on_done);
         return;
@@ -924,7 +903,7 @@ static void receipt_on_loaded(http_req_t *req, db_result_t *r)
     receipt_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &st->x)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
     if (db_get(r, 0, ACCESS_NCOLS)[0] != 't') {
         msg_not_found(req);
         return;
@@ -962,7 +941,7 @@ static void unread_on_loaded(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
     if (db_failed_or_reply(req, r)) return;
-    if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &x)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &x)) return;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"mentorshipId\":");
     buf_json_str(&b, lower_ascii(req, http_req_param(req, 0)));
@@ -1054,8 +1033,9 @@ static void conversations_on_rows(http_req_t *req, db_result_t *r)
 static void conversations(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    bool all = role_at_least(c->role, ROLE_MANAGER);
-    bool counts = !role_is_global(c->global_role) || role_at_least(c->org_role, ROLE_MANAGER);
+    perm_actor_t a = perm_actor(c);
+    bool all, counts;
+    perm_chat_conversations(&a, &all, &counts);
     const char *params[] = {c->org_id, c->user_id, all ? "true" : "false",
                             counts ? "true" : "false"};
     db_req_query(req, SQL_CONVERSATIONS, 4, params, conversations_on_rows);
@@ -1071,7 +1051,7 @@ static void token_on_loaded(http_req_t *req, db_result_t *r)
     chat_ctx_t x = {0};
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
         !*cfg.video_app_certificate) {
         http_reply_error(req, 503, "UNAVAILABLE", "Chat tokens are not configured");

@@ -32,6 +32,7 @@
 #include "domain/token.h"
 #include "routes/common.h"
 #include "routes/ctx_cache.h"
+#include "routes/perm.h"
 #include "rt/presence.h"
 #include "rt/ratelimit.h"
 
@@ -202,6 +203,10 @@ static caller_t *caller_from_row(http_req_t *req, const ctx_row_t *r)
     return c;
 }
 
+_Static_assert(AUTH_PUBLIC == (int)PERM_AUTH_PUBLIC && AUTH_OPTIONAL == (int)PERM_AUTH_OPTIONAL &&
+                   AUTH_SESSION == (int)PERM_AUTH_SESSION && AUTH_ORG == (int)PERM_AUTH_ORG,
+               "route auth levels are the rules' auth levels");
+
 static void on_caller_row(http_req_t *req, const ctx_row_t *r);
 
 static void on_caller(http_req_t *req, db_result_t *r)
@@ -234,38 +239,31 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     const route_t *route = req->route;
     bool optional = route->auth == AUTH_OPTIONAL || route->auth == AUTH_PUBLIC;
     caller_t *c = caller_from_row(req, r);
-    if (strcmp(c->status, "active") != 0) {
-        if (optional) {
-            finish_guard(req);
-            return;
-        }
-        http_reply_error(req, 401, "UNAUTHENTICATED", "Account is not active");
-        return;
-    }
-    c->token = http_req_cookie(req, SESSION_COOKIE);
     const char *org_id = r->v[18];
     const char *member_role = r->v[19];
     bool global = c->global_role != ROLE_NONE;
-    if (g->org_header) {
-        if (!org_id) {
-            if (!optional) {
-                if (global)
-                    http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
-                else
-                    http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
-                return;
-            }
-        } else if (!global && !member_role) {
-            if (!optional) {
-                http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
-                return;
-            }
-        } else {
-            c->org_id = dup_col(req, r, 18);
-        }
-    } else if (org_id && (global || member_role)) {
-        c->org_id = dup_col(req, r, 18);
+    perm_guard_facts_t f = {
+        .auth = (perm_auth_t)route->auth,
+        .min_role = (role_t)route->min_role,
+        .gate_exempt = (route->flags & ROUTE_GATE_EXEMPT) != 0,
+        .session = true,
+        .user_active = strcmp(c->status, "active") == 0,
+        .org_header = g->org_header != NULL,
+        .org_found = org_id != NULL,
+        .member = member_role != NULL,
+        .pending_invites = c->pending_invites,
+    };
+    /* An optional route serves an inactive account as no session at all. */
+    if (optional && !f.user_active) {
+        finish_guard(req);
+        return;
     }
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(req, perm_guard_identity(&a, &f))) return;
+    c->token = http_req_cookie(req, SESSION_COOKIE);
+    /* The active organization: the header's, else the profile's current one, where the caller
+     * may act (an optional route without such an organization goes on without one). */
+    if (org_id && (global || member_role)) c->org_id = dup_col(req, r, 18);
     c->org_role = member_role && c->org_id ? role_parse(member_role) : ROLE_NONE;
     c->role = global ? c->global_role : c->org_role;
     req->caller = (struct caller *)c;
@@ -284,22 +282,8 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     }
     presence_touch(c->user_id);
 
-    if (!optional) {
-        if (c->pending_invites > 0 && !(route->flags & ROUTE_GATE_EXEMPT)) {
-            http_reply_error(req, 403, "INVITE_GATE",
-                             "Accept or decline your pending invitations first");
-            return;
-        }
-        if (route->auth == AUTH_ORG && !c->org_id) {
-            http_reply_error(req, 400, "ORG_CONTEXT_REQUIRED",
-                             "An active organization is required (X-Organization-Id)");
-            return;
-        }
-        if (route->min_role != ROLE_NONE && !role_at_least(c->role, (role_t)route->min_role)) {
-            http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action");
-            return;
-        }
-    }
+    a = perm_actor(c);
+    if (!perm_allowed_or_replied(req, perm_guard_route(&a, &f))) return;
     finish_guard(req);
 }
 

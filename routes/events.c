@@ -12,6 +12,7 @@
 #include "domain/ids.h"
 #include "domain/timefmt.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/streams.h"
 
@@ -43,17 +44,12 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+    bool found = db_nrows(r) > 0;
+    const char *participant = found ? db_get(r, 0, 1) : NULL;
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(
+            req, perm_stream_mentorship(&a, found, participant && participant[0] == 't')))
         return;
-    }
-    const char *participant = db_get(r, 0, 1);
-    bool allowed = (participant && participant[0] == 't') ||
-                   role_at_least(c->global_role, ROLE_PLATFORM_ADMIN);
-    if (!allowed) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not a participant of this mentorship");
-        return;
-    }
     stream_auth_t auth = stream_auth(c);
     streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0], db_get(r, 0, 0));
 }

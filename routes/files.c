@@ -35,6 +35,7 @@
 #include "domain/text.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/mentoring.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
@@ -124,10 +125,8 @@ bool files_filename_valid(const char *s)
 bool files_can_read(const caller_t *c, const char *org_id, const char *uploader_id,
                     bool participant)
 {
-    if (role_is_global(c->role)) return true;
-    if (uploader_id && strcmp(uploader_id, c->user_id) == 0) return true;
-    if (!org_id || !c->org_id || strcmp(org_id, c->org_id) != 0) return false;
-    return mentoring_is_manager(c) || participant;
+    perm_actor_t a = perm_actor(c);
+    return perm_file_readable(&a, org_id, uploader_id, participant);
 }
 
 /* Takes a reference on req for an asynchronous storage call; the callback uses
@@ -402,24 +401,19 @@ static const char SQL_FILE_GET[] =
     " f.storage_key, iso(f.created_at) FROM files f WHERE f.id = $1";
 
 /* 404 / 403 for a file row with SQL_FILE_ACCESS_COLS first; false after replying. */
-static bool file_readable_or_reply(http_req_t *req, const db_result_t *r)
+static bool file_readable_or_replied(http_req_t *req, const db_result_t *r)
 {
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "File not found");
-        return false;
-    }
-    const char *org = db_get(r, 0, 0);
-    if (!files_can_read(context_caller(req), org, db_get(r, 0, 1), db_get(r, 0, 2)[0] == 't')) {
-        http_reply_error(req, 403, "FORBIDDEN", "You may not read this file");
-        return false;
-    }
-    return true;
+    perm_actor_t a = perm_actor(context_caller(req));
+    bool found = db_nrows(r) > 0;
+    return perm_allowed_or_replied(req, perm_file_read(&a, found, found ? db_get(r, 0, 0) : NULL,
+                                                       found ? db_get(r, 0, 1) : NULL,
+                                                       found && db_get(r, 0, 2)[0] == 't'));
 }
 
 static void on_file(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!file_readable_or_reply(req, r)) return;
+    if (!file_readable_or_replied(req, r)) return;
     const char *name = db_get(r, 0, 4), *mime = db_get(r, 0, 5), *key = db_get(r, 0, 8);
     const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
     buf_t b = BUF_INIT;
@@ -456,25 +450,6 @@ static void get_file(http_req_t *req)
 }
 
 /* ---- attach / detach ---- */
-
-/* The mentorship side of attach and detach: columns 0-2 organization, coach, teacher. */
-static bool mentorship_writable_or_reply(http_req_t *req, const char *org, const char *coach)
-{
-    caller_t *c = context_caller(req);
-    if (!org) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
-        return false;
-    }
-    if (strcmp(org, c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return false;
-    }
-    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not your mentorship");
-        return false;
-    }
-    return true;
-}
 
 static const char SQL_ATTACH_CHECK[] =
     "SELECT " SQL_FILE_ACCESS_COLS ", m.organization_id, m.coach_id, f.id"
@@ -521,18 +496,11 @@ static void on_attach_check(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "File not found");
         return;
     }
-    if (!mentorship_writable_or_reply(req, db_get(r, 0, 3), db_get(r, 0, 4))) return;
-    const char *file_org = db_get(r, 0, 0);
-    if (!file_org || strcmp(file_org, db_get(r, 0, 3)) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         "The file belongs to another organization than the mentorship");
+    perm_actor_t a = perm_actor(context_caller(req));
+    if (!perm_allowed_or_replied(req, perm_file_attach(&a, db_get(r, 0, 3), db_get(r, 0, 4),
+                                                       db_get(r, 0, 0), db_get(r, 0, 1),
+                                                       db_get(r, 0, 2)[0] == 't')))
         return;
-    }
-    if (!files_can_read(context_caller(req), file_org, db_get(r, 0, 1),
-                        db_get(r, 0, 2)[0] == 't')) {
-        http_reply_error(req, 403, "FORBIDDEN", "You may not use this file");
-        return;
-    }
     new_uuid(st->id);
     const char *params[] = {st->id, st->file_id, st->object_id, context_caller(req)->user_id};
     db_req_query(req, SQL_ATTACH, 4, params, on_attached);
@@ -621,20 +589,10 @@ static void detach_on_locked(http_req_t *req, db_result_t *r)
         txreq_error(&st->tx, 404, "NOT_FOUND", "File not found");
         return;
     }
-    caller_t *c = context_caller(req);
-    const char *org = db_get(r, 0, 1), *coach = db_get(r, 0, 2);
-    if (!org) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "Mentorship not found");
+    perm_actor_t a = perm_actor(context_caller(req));
+    if (!perm_allowed_or_rolled_back(&st->tx,
+                                     perm_mentorship_change(&a, db_get(r, 0, 1), db_get(r, 0, 2))))
         return;
-    }
-    if (strcmp(org, c->org_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return;
-    }
-    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "Not your mentorship");
-        return;
-    }
     const char *params[] = {st->file_id, st->object_id};
     txreq_query(&st->tx, SQL_DETACH, 2, params, detach_on_deleted);
 }
@@ -670,22 +628,12 @@ static void on_attachments(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
+    bool found = db_nrows(r) > 0;
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(req, perm_attachments_read(&a, found ? db_get(r, 0, 0) : NULL,
+                                                            found ? db_get(r, 0, 1) : NULL,
+                                                            found ? db_get(r, 0, 2) : NULL)))
         return;
-    }
-    if (!role_is_global(c->role)) {
-        if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-            http_reply_error(req, 403, "FORBIDDEN",
-                             "The mentorship belongs to another organization");
-            return;
-        }
-        if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
-            strcmp(db_get(r, 0, 2), c->user_id) != 0) {
-            http_reply_error(req, 403, "FORBIDDEN", "Not your mentorship");
-            return;
-        }
-    }
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":[");
     int n = db_nrows(r), items = 0;

@@ -29,6 +29,7 @@
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/files.h"
 #include "rt/outbox.h"
@@ -260,9 +261,10 @@ static void up_on_logo_admin(http_req_t *req, db_result_t *r)
         upload_fail(req, 404, "NOT_FOUND", "Organization not found");
         return;
     }
-    if (!role_is_global(context_caller(req)->role) && db_get(r, 0, 1)[0] != 't') {
-        upload_fail(req, 403, "FORBIDDEN",
-                    "Only an OrganizationAdmin of the organization may change its logo");
+    perm_actor_t a = perm_actor(context_caller(req));
+    perm_t p = perm_org_logo(&a, db_get(r, 0, 1)[0] == 't');
+    if (!perm_allowed(p)) {
+        upload_fail(req, p.status, p.code, p.message);
         return;
     }
     up_store(req);

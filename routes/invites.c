@@ -25,6 +25,7 @@
 #include "domain/roles.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
@@ -228,37 +229,14 @@ static const char *org_param_or_reply(http_req_t *req)
     return id;
 }
 
-/* The caller's role for the organization of the path: the global role, or the active
- * membership's role. Replies (404 for a global caller when the organization does not exist,
- * 403 when the role is below Manager or the caller is not a member) and returns ROLE_NONE when
- * access is refused. */
-static role_t org_role_or_reply(http_req_t *req, bool org_exists, const char *member_role)
+/* The caller's role for the organization of the path (perm_invite_access()): the global role,
+ * or the active membership's role, into *as. Replies and returns false when access is refused. */
+static bool org_role_or_replied(http_req_t *req, bool org_exists, const char *member_role,
+                                role_t *as)
 {
-    caller_t *c = context_caller(req);
-    if (c->global_role != ROLE_NONE) {
-        if (!org_exists) {
-            http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
-            return ROLE_NONE;
-        }
-        return c->global_role;
-    }
-    role_t r = member_role ? role_parse(member_role) : ROLE_NONE;
-    if (r == ROLE_NONE) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not a member of this organization");
-        return ROLE_NONE;
-    }
-    if (!role_at_least(r, ROLE_MANAGER)) {
-        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow managing invites");
-        return ROLE_NONE;
-    }
-    return r;
-}
-
-/* Manager may grant Coach and Teacher only; OrganizationAdmin and the global roles any role. */
-static bool may_grant(role_t caller_role, role_t granted)
-{
-    if (role_at_least(caller_role, ROLE_ORG_ADMIN)) return true;
-    return caller_role == ROLE_MANAGER && (granted == ROLE_COACH || granted == ROLE_TEACHER);
+    perm_actor_t a = perm_actor(context_caller(req));
+    return perm_allowed_or_replied(req,
+                                   perm_invite_access(&a, org_exists, role_parse(member_role), as));
 }
 
 static void reply_invalid(http_req_t *req, const char *field, const char *message)
@@ -280,7 +258,8 @@ static void list_on_done(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
     const char *exists = db_get(r, 0, 1);
-    if (org_role_or_reply(req, exists && exists[0] == 't', db_get(r, 0, 2)) == ROLE_NONE) return;
+    role_t as;
+    if (!org_role_or_replied(req, exists && exists[0] == 't', db_get(r, 0, 2), &as)) return;
     reply_db_json(req, 200, r);
 }
 
@@ -334,14 +313,12 @@ static void create_on_context(http_req_t *req, db_result_t *r)
     invite_state_t *st = req->data;
     caller_t *c = context_caller(req);
     const char *org_name = db_get(r, 0, 0);
-    role_t caller_role = org_role_or_reply(req, org_name != NULL, db_get(r, 0, 1));
-    if (caller_role == ROLE_NONE) return;
+    role_t caller_role;
+    if (!org_role_or_replied(req, org_name != NULL, db_get(r, 0, 1), &caller_role)) return;
     const char *live_role = db_get(r, 0, 3);
-    if (!may_grant(caller_role, st->role) ||
-        (live_role && !may_grant(caller_role, role_parse(live_role)))) {
-        http_reply_error(req, 403, "FORBIDDEN", "Your role may invite only Coach and Teacher");
+    if (!perm_allowed_or_replied(req, perm_invite_grant(caller_role, st->role, live_role != NULL,
+                                                        role_parse(live_role))))
         return;
-    }
     const char *member = db_get(r, 0, 4);
     if (member && member[0] == 't') {
         /* Accepting never changes an existing membership, so such an invite could only mislead;

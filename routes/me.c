@@ -14,6 +14,7 @@
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
 
@@ -70,14 +71,10 @@ static void on_switched(http_req_t *req, db_result_t *r)
     const char *exists = db_get(r, 0, 0);
     const char *member_role = db_get(r, 0, 1);
     const char *current = db_get(r, 0, 2);
-    if (c->global_role != ROLE_NONE && (!exists || exists[0] != 't')) {
-        http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(req,
+                                 perm_switch_org(&a, exists && exists[0] == 't', current != NULL)))
         return;
-    }
-    if (!current) {
-        http_reply_error(req, 403, "FORBIDDEN", "Not an active member of this organization");
-        return;
-    }
     role_t role = c->global_role != ROLE_NONE ? c->global_role : role_parse(member_role);
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"currentOrganizationId\":");

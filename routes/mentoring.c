@@ -30,7 +30,14 @@ const char SQL_MENTORING_QUEUE_NOTICES[] =
 
 bool mentoring_is_manager(const caller_t *c)
 {
-    return role_at_least(c->role, ROLE_MANAGER);
+    perm_actor_t a = perm_actor(c);
+    return perm_mentoring_all(&a);
+}
+
+const char *mentoring_show_notes(const caller_t *c)
+{
+    perm_actor_t a = perm_actor(c);
+    return perm_notes_visible(&a) ? "true" : "false";
 }
 
 bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset)
@@ -170,25 +177,22 @@ void mentoring_publish_session_update(const char *organization_id, const char *m
                    true);
 }
 
-bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const char *what)
+bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_thing_t what)
 {
-    caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", arena_printf(&req->arena, "%s not found", what));
-        return false;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         arena_printf(&req->arena, "%s belongs to another organization", what));
-        return false;
-    }
-    if (!mentoring_is_manager(c) && strcmp(db_get(r, 0, 1), c->user_id) != 0 &&
-        strcmp(db_get(r, 0, 2), c->user_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         arena_printf(&req->arena, "%s of a mentorship you are not part of", what));
-        return false;
-    }
-    return true;
+    perm_actor_t a = perm_actor(context_caller(req));
+    bool found = db_nrows(r) > 0;
+    return perm_allowed_or_replied(
+        req, perm_mentoring_read(&a, what, found ? db_get(r, 0, 0) : NULL,
+                                 found ? db_get(r, 0, 1) : NULL, found ? db_get(r, 0, 2) : NULL));
+}
+
+bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r)
+{
+    perm_actor_t a = perm_actor(context_caller(tx->req));
+    bool found = db_nrows(r) > 0;
+    return perm_allowed_or_rolled_back(
+        tx,
+        perm_mentorship_change(&a, found ? db_get(r, 0, 0) : NULL, found ? db_get(r, 0, 1) : NULL));
 }
 
 /* ---- rendered list pages ---- */

@@ -11,17 +11,22 @@
 #include "db/db.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
+#include "routes/perm.h"
 
 #define MENTORING_LIMIT_DEFAULT 50
 #define MENTORING_LIMIT_MAX 200
 
 /* Manager, OrganizationAdmin, PlatformAdmin, Owner: any mentorship of the active organization. */
 bool mentoring_is_manager(const caller_t *c);
-/* Read access to a mentorship or one of its sessions, from a row whose columns 0-2 are the
- * organization, coach and teacher ids: 404 when there is no row, 403 for another organization
- * or (below Manager) a mentorship the caller is not part of. `what` names the resource in the
- * messages ("Mentorship", "Session"). Replies and returns false when access is refused. */
-bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const char *what);
+/* "true" when the caller sees the notes of mentorships and sessions (SQL parameter). */
+const char *mentoring_show_notes(const caller_t *c);
+/* Read access to a mentorship or one of its sessions (perm_mentoring_read()), from a row whose
+ * columns 0-2 are the organization, coach and teacher ids (no row: 404). Replies and returns
+ * false when access is refused. */
+bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_thing_t what);
+/* perm_mentorship_change() for a row whose columns 0-1 are the organization and coach ids (no
+ * row: 404), inside the write's transaction: a refusal rolls back, replies and returns false. */
+bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r);
 
 /* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as
  * decimal text into the arena. On failure replies 400 VALIDATION_ERROR and returns false. */

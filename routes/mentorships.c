@@ -18,7 +18,6 @@
  * Teacher caller gets notes null.
  */
 #include <string.h>
-#include <strings.h>
 
 #include "core/json.h"
 #include "core/log.h"
@@ -28,6 +27,7 @@
 #include "domain/transitions.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/mentoring.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
@@ -140,9 +140,11 @@ static void list_mentorships(http_req_t *req)
     if (coach && !*coach) coach = NULL;
     if (teacher && !*teacher) teacher = NULL;
     const char *sql = SQL_M_LIST_ORG;
-    if (!mentoring_is_manager(c)) {
+    perm_actor_t a = perm_actor(c);
+    perm_scope_t scope = perm_mentoring_scope(&a);
+    if (scope != PERM_SCOPE_ALL) {
         /* coachId / teacherId are filters for managers; a participant sees their own. */
-        if (c->role == ROLE_COACH) {
+        if (scope == PERM_SCOPE_COACH) {
             sql = SQL_M_LIST_COACH;
             coach = c->user_id;
             teacher = NULL;
@@ -152,7 +154,7 @@ static void list_mentorships(http_req_t *req)
             coach = NULL;
         }
     }
-    const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
+    const char *show_notes = mentoring_show_notes(c);
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, coach, teacher, limit, offset, show_notes};
     memcpy(st->params, params, sizeof(params));
@@ -229,15 +231,8 @@ static void create_mentorship(http_req_t *req)
     const char *notes = field_str(req, body, "notes", &v, false, 0, 1000, false);
     if (org && !ids_is_uuid(org)) verr_add(&v, "organizationId", "must be a UUID");
     if (verr_reply(req, &v)) return;
-    if (!role_is_global(c->role) && strcasecmp(org, c->org_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         "Mentorships can only be created in your active organization");
-        return;
-    }
-    if (!mentoring_is_manager(c) && strcmp(coach, c->user_id) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "A coach can only create their own mentorships");
-        return;
-    }
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(req, perm_mentorship_create(&a, org, coach))) return;
     char id[IDS_UUID_LEN + 1];
     new_uuid(id);
     const char *params[] = {id, org, coach, teacher, title, desc, notes};
@@ -257,7 +252,7 @@ static const char SQL_M_GET[] =
 static void on_get(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!mentoring_readable_or_reply(req, r, "Mentorship")) return;
+    if (!mentoring_readable_or_replied(req, r, PERM_MENTORSHIP)) return;
     http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
 }
 
@@ -276,7 +271,7 @@ static void get_mentorship(http_req_t *req)
     caller_t *c = context_caller(req);
     const char *id;
     if (!id_param_or_reply(req, &id)) return;
-    const char *params[] = {id, c->role == ROLE_TEACHER ? "false" : "true"};
+    const char *params[] = {id, mentoring_show_notes(c)};
     db_req_query(req, SQL_M_GET, 2, params, on_get);
 }
 
@@ -375,7 +370,7 @@ static void upd_write(http_req_t *req)
                             st->has_notes ? "true" : "false",
                             st->notes,
                             c->user_id,
-                            c->role == ROLE_TEACHER ? "false" : "true",
+                            mentoring_show_notes(c),
                             st->ending ? "true" : "false"};
     txreq_query(&st->tx, SQL_M_UPDATE, 11, params, upd_on_updated);
 }
@@ -392,22 +387,10 @@ static void upd_on_sessions(http_req_t *req, db_result_t *r)
 static void upd_on_locked(http_req_t *req, db_result_t *r)
 {
     upd_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (db_nrows(r) == 0) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "Mentorship not found");
-        return;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return;
-    }
+    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    if (!mentoring_is_manager(c) && strcmp(st->coach_id, c->user_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "Not your mentorship");
-        return;
-    }
     if (st->has_status) {
         mentorship_status_t from, to;
         if (transitions_mentorship_parse(db_get(r, 0, 3), &from) != 0 ||
@@ -464,10 +447,8 @@ static void patch_mentorship(http_req_t *req)
     st->desc = field_str(req, body, "description", &v, false, 0, 2000, false);
     st->notes = field_str(req, body, "notes", &v, false, 0, 1000, false);
     if (verr_reply(req, &v)) return;
-    if (st->has_status && !mentoring_is_manager(c)) {
-        http_reply_error(req, 403, "FORBIDDEN", "Only managers and admins may change the status");
-        return;
-    }
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_replied(req, perm_mentorship_patch(&a, st->has_status))) return;
     req->data = st;
     txreq_begin(&st->tx, req, upd_on_begin);
 }

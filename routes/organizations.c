@@ -36,6 +36,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/page_cache.h"
 #include "routes/routes.h"
@@ -83,7 +84,7 @@ static void delete_member(http_req_t *req);
     "   AND m.membership_status = 'active') AS my_role"                                            \
     "   FROM organizations o WHERE o.id = $1::uuid),"                                              \
     " ok AS (SELECT org_id, my_role FROM acc WHERE $3::boolean OR my_role = ANY($4::text[]))"
-/* Columns 1 and 2 of every statement that uses ACC_CTE (read by org_access_or_reply). */
+/* Columns 1 and 2 of every statement that uses ACC_CTE (read by org_access_or_replied). */
 #define ACC_COLS " EXISTS (SELECT 1 FROM acc), (SELECT my_role FROM acc)"
 
 /* The membership answer of POST / PATCH / DELETE .../users. */
@@ -478,26 +479,15 @@ static void acc_params(http_req_t *req, const char **p, const char *org_id, cons
 
 /*
  * Reads columns 1 (organization exists) and 2 (caller's active role there) of an ACC_CTE
- * statement. Replies 404 / 403 and returns ROLE_NONE when the caller may not act; otherwise
- * returns the caller's role there (the global role for global callers).
+ * statement and asks perm_org_access(). Replies 404 / 403 and returns false when the caller may
+ * not act; otherwise *as is the caller's role there (the global role for global callers).
  */
-static role_t org_access_or_reply(http_req_t *req, const db_result_t *r, role_t need)
+static bool org_access_or_replied(http_req_t *req, const db_result_t *r, role_t need, role_t *as)
 {
-    caller_t *c = context_caller(req);
-    if (c->global_role != ROLE_NONE) {
-        const char *exists = db_get(r, 0, 1);
-        if (!exists || exists[0] != 't') {
-            http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
-            return ROLE_NONE;
-        }
-        return c->global_role;
-    }
-    role_t have = role_parse(db_get(r, 0, 2));
-    if (!role_is_org_role(have) || !role_at_least(have, need)) {
-        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action here");
-        return ROLE_NONE;
-    }
-    return have;
+    perm_actor_t a = perm_actor(context_caller(req));
+    const char *exists = db_get(r, 0, 1);
+    return perm_allowed_or_replied(req, perm_org_access(&a, exists && exists[0] == 't',
+                                                        role_parse(db_get(r, 0, 2)), need, as));
 }
 
 /* ---- organizations ---- */
@@ -505,11 +495,11 @@ static role_t org_access_or_reply(http_req_t *req, const db_result_t *r, role_t 
 static void on_org_list(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    const char *allowed = db_get(r, 0, 1);
-    if (!allowed || allowed[0] != 't') {
-        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action");
-        return;
-    }
+    /* Column 1: the caller is an OrganizationAdmin somewhere (or global: the statement lists all).
+     */
+    const char *admin = db_get(r, 0, 1);
+    perm_actor_t a = perm_actor(context_caller(req));
+    if (!perm_allowed_or_replied(req, perm_org_list(&a, admin && admin[0] == 't'))) return;
     reply_db_json(req, 200, r);
 }
 
@@ -564,7 +554,8 @@ static void create_org(http_req_t *req)
 static void on_org_one(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    role_t as;
+    if (!org_access_or_replied(req, r, ROLE_ORG_ADMIN, &as)) return;
     if (db_isnull(r, 0, 0)) {
         http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
         return;
@@ -644,9 +635,16 @@ typedef struct member_list {
  * "Coach"), or NULL when r may not list members. */
 static const char *member_visibility(role_t r)
 {
-    if (role_is_global(r) || r == ROLE_ORG_ADMIN) return "all";
-    if (r == ROLE_MANAGER) return "Manager";
-    if (r == ROLE_COACH) return "Coach";
+    switch (perm_member_view(r)) {
+    case PERM_MEMBERS_ALL:
+        return "all";
+    case PERM_MEMBERS_MANAGER:
+        return "Manager";
+    case PERM_MEMBERS_COACH:
+        return "Coach";
+    case PERM_MEMBERS_NONE:
+        break;
+    }
     return NULL;
 }
 
@@ -668,8 +666,8 @@ static void json_member_str(buf_t *b, const char *key, const db_result_t *r, int
 static void on_member_list(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    role_t role = org_access_or_reply(req, r, ROLE_COACH);
-    if (!role) return;
+    role_t role;
+    if (!org_access_or_replied(req, r, ROLE_COACH, &role)) return;
     member_list_t *st = req->data;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":[");
@@ -700,8 +698,8 @@ static void on_member_list(http_req_t *req, db_result_t *r)
 static void on_member_check(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    role_t role = org_access_or_reply(req, r, ROLE_COACH);
-    if (!role) return;
+    role_t role;
+    if (!org_access_or_replied(req, r, ROLE_COACH, &role)) return;
     member_list_t *st = req->data;
     if (key_matches_role(st->key, role) &&
         page_cache_reply(&member_pages, st->key, page_row_version(r, 0), req))
@@ -774,7 +772,8 @@ static void membership_enabled(http_req_t *req, const char *user_id)
 static void on_member_added(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    role_t as;
+    if (!org_access_or_replied(req, r, ROLE_ORG_ADMIN, &as)) return;
     const char *user_exists = db_get(r, 0, 3);
     if (!user_exists || user_exists[0] != 't') {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
@@ -815,7 +814,8 @@ static void add_member(http_req_t *req)
 static void on_member_updated(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!org_access_or_reply(req, r, ROLE_ORG_ADMIN)) return;
+    role_t as;
+    if (!org_access_or_replied(req, r, ROLE_ORG_ADMIN, &as)) return;
     if (db_isnull(r, 0, 0)) {
         http_reply_error(req, 404, "NOT_FOUND", "Membership not found");
         return;

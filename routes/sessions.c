@@ -37,6 +37,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/mentoring.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
@@ -236,11 +237,13 @@ static void list_sessions(http_req_t *req)
         verr_add(&v, "to", "must be an ISO 8601 date-time");
     if (verr_reply(req, &v)) return;
     const char *sql = SQL_S_LIST_ORG, *who = NULL;
-    if (!mentoring_is_manager(c)) {
-        sql = c->role == ROLE_COACH ? SQL_S_LIST_COACH : SQL_S_LIST_TEACHER;
+    perm_actor_t a = perm_actor(c);
+    perm_scope_t scope = perm_mentoring_scope(&a);
+    if (scope != PERM_SCOPE_ALL) {
+        sql = scope == PERM_SCOPE_COACH ? SQL_S_LIST_COACH : SQL_S_LIST_TEACHER;
         who = c->user_id;
     }
-    const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
+    const char *show_notes = mentoring_show_notes(c);
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, mentorship, from, to,
                             limit,     offset, show_notes, who};
@@ -333,22 +336,10 @@ static void create_on_inserted(http_req_t *req, db_result_t *r)
 static void create_on_loaded(http_req_t *req, db_result_t *r)
 {
     create_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (db_nrows(r) == 0) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "Mentorship not found");
-        return;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "The mentorship belongs to another organization");
-        return;
-    }
+    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    if (!mentoring_is_manager(c) && strcmp(st->coach_id, c->user_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "Not your mentorship");
-        return;
-    }
     if (strcmp(db_get(r, 0, 3), "active") != 0) {
         txreq_error(&st->tx, 422, "UNPROCESSABLE", "The mentorship is not active");
         return;
@@ -458,7 +449,7 @@ static bool session_id_or_reply(http_req_t *req, const char **id)
 static void get_on_loaded(http_req_t *req, db_result_t *r)
 {
     if (db_failed_or_reply(req, r)) return;
-    if (!mentoring_readable_or_reply(req, r, "Session")) return;
+    if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
     http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
 }
 
@@ -467,7 +458,7 @@ static void get_session(http_req_t *req)
     caller_t *c = context_caller(req);
     const char *id;
     if (!session_id_or_reply(req, &id)) return;
-    const char *params[] = {id, c->role == ROLE_TEACHER ? "false" : "true"};
+    const char *params[] = {id, mentoring_show_notes(c)};
     db_req_query(req, SQL_S_GET, 2, params, get_on_loaded);
 }
 
@@ -566,25 +557,16 @@ static void upd_on_locked(http_req_t *req, db_result_t *r)
     upd_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (db_nrows(r) == 0) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "Session not found");
+    bool found = db_nrows(r) > 0;
+    perm_actor_t a = perm_actor(c);
+    if (!perm_allowed_or_rolled_back(&st->tx,
+                                     perm_session_change(&a, found ? db_get(r, 0, 0) : NULL,
+                                                         found ? db_get(r, 0, 1) : NULL,
+                                                         found ? db_get(r, 0, 2) : NULL)))
         return;
-    }
-    if (strcmp(db_get(r, 0, 0), c->org_id) != 0) {
-        txreq_error(&st->tx, 403, "FORBIDDEN", "The session belongs to another organization");
-        return;
-    }
     st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
     st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
     st->mentorship_id = arena_strdup(&req->arena, db_get(r, 0, 4));
-    if (!mentoring_is_manager(c)) {
-        /* A Teacher confirms sessions of their mentorships; a Coach manages their own. */
-        const char *owner = c->role == ROLE_TEACHER ? st->teacher_id : st->coach_id;
-        if (strcmp(owner, c->user_id) != 0) {
-            txreq_error(&st->tx, 403, "FORBIDDEN", "Not a session of your mentorships");
-            return;
-        }
-    }
     session_status_t from, to;
     if (transitions_session_parse(db_get(r, 0, 3), &from) != 0) {
         txreq_error(&st->tx, 500, "INTERNAL", "internal error");
@@ -616,7 +598,7 @@ static void upd_on_locked(http_req_t *req, db_result_t *r)
     st->cancelling = st->status && to == SESSION_STATUS_CANCELLED;
     if (st->cancelling)
         st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED, db_get(r, 0, 5));
-    const char *show = c->role == ROLE_TEACHER ? "false" : "true";
+    const char *show = mentoring_show_notes(c);
     if (!st->changed) {
         const char *params[] = {st->id, show};
         txreq_query(&st->tx, SQL_S_GET, 2, params, upd_on_current);
@@ -669,17 +651,10 @@ static void patch_session(http_req_t *req)
         st->status = NULL;
     }
     if (verr_reply(req, &v)) return;
-    if (c->role == ROLE_TEACHER) {
-        if (json_has(body, "scheduledAt") || json_has(body, "durationMinutes") ||
-            json_has(body, "timezone") || st->has_notes ||
-            (st->status && strcmp(st->status, "confirmed") != 0)) {
-            http_reply_error(req, 403, "FORBIDDEN", "A teacher may only confirm a session");
-            return;
-        }
-    } else if (c->role == ROLE_COACH && st->status && strcmp(st->status, "confirmed") == 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "Only the teacher confirms a session");
-        return;
-    }
+    perm_actor_t a = perm_actor(c);
+    bool other_fields = json_has(body, "scheduledAt") || json_has(body, "durationMinutes") ||
+                        json_has(body, "timezone") || st->has_notes;
+    if (!perm_allowed_or_replied(req, perm_session_fields(&a, other_fields, st->status))) return;
     req->data = st;
     txreq_begin(&st->tx, req, upd_on_begin);
 }
@@ -702,7 +677,7 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!mentoring_readable_or_reply(req, r, "Session")) return;
+    if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
     const char *channel = db_get(r, 0, 4);
     if (!channel || !*channel) {
         http_reply_error(req, 422, "UNPROCESSABLE", "The session has no video channel");
@@ -761,7 +736,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
-    if (!mentoring_readable_or_reply(req, r, "Session")) return;
+    if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"emoji\":");
     buf_json_str(&d, st->emoji);

@@ -14,9 +14,9 @@
  * organization is active (docs/security.md).
  *
  * Each by-id handler loads the target with its membership in the caller's active organization,
- * decides access in access_or_reply(), then runs one statement. When a user's status leaves
- * `active`, {"type":"user-inactive"} goes to the Redis channel user:<id>:control after the
- * statement committed, so open streams of that user close.
+ * decides access in access_or_replied() (domain/permissions.h), then runs one statement. When a
+ * user's status leaves `active`, {"type":"user-inactive"} goes to the Redis channel
+ * user:<id>:control after the statement committed, so open streams of that user close.
  */
 #include <limits.h>
 #include <string.h>
@@ -35,6 +35,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/files.h"
 #include "routes/page_cache.h"
@@ -213,13 +214,6 @@ enum field {
     F_COUNT,
 };
 
-enum access {
-    ACC_READ,     /* GET by id */
-    ACC_WRITE,    /* PATCH profile fields of someone else */
-    ACC_STATUS,   /* PATCH status, DELETE */
-    ACC_PRESENCE, /* GET presence */
-};
-
 typedef struct target {
     const char *id;
     bool self;
@@ -262,81 +256,22 @@ static users_state_t *state_new(http_req_t *req)
     return st;
 }
 
-/* Replies ORG_CONTEXT_REQUIRED / FORBIDDEN unless the caller is a global admin or holds at
- * least `min` in their active organization; true when it replied. */
-static bool staff_or_reply(http_req_t *req, const caller_t *c, role_t min)
+/* perm_user_staff(): replies ORG_CONTEXT_REQUIRED / FORBIDDEN unless the caller is a global
+ * admin or holds at least `min` in their active organization; false when it replied. */
+static bool staff_or_replied(http_req_t *req, const caller_t *c, role_t min)
 {
-    if (c->global_role != ROLE_NONE) return false;
-    if (!c->org_id) {
-        http_reply_error(req, 400, "ORG_CONTEXT_REQUIRED",
-                         "An active organization is required (X-Organization-Id)");
-        return true;
-    }
-    if (!role_at_least(c->org_role, min)) {
-        http_reply_error(req, 403, "FORBIDDEN", "Your role does not allow this action");
-        return true;
-    }
-    return false;
+    perm_actor_t a = perm_actor(c);
+    return perm_allowed_or_replied(req, perm_user_staff(&a, min));
 }
 
-static void forbid(http_req_t *req, const char *msg)
+/* perm_user_access() on the target (see the file comment); false when it replied. */
+static bool access_or_replied(http_req_t *req, const caller_t *c, const target_t *t,
+                              perm_user_action_t act)
 {
-    http_reply_error(req, 403, "FORBIDDEN", msg);
-}
-
-/* Decides whether the caller may act on the target (see the file comment); replies and returns
- * true when not. */
-static bool access_or_reply(http_req_t *req, const caller_t *c, const target_t *t, enum access a)
-{
-    if (t->self) {
-        if (a == ACC_STATUS) {
-            forbid(req, "You cannot change your own status");
-            return true;
-        }
-        return false;
-    }
-    if (c->global_role != ROLE_NONE) {
-        if ((a == ACC_WRITE || a == ACC_STATUS) && t->global_role > c->global_role) {
-            forbid(req, "You cannot change a user of a higher role");
-            return true;
-        }
-        return false;
-    }
-    /* By id there is no 400: without an organization context nobody is in scope. */
-    role_t min = a == ACC_STATUS ? ROLE_ORG_ADMIN : ROLE_MANAGER;
-    if (!c->org_id || !role_at_least(c->org_role, min)) {
-        forbid(req, "Your role does not allow this action");
-        return true;
-    }
-    if (!t->member) {
-        forbid(req, "This user is not in your organization");
-        return true;
-    }
-    if (a == ACC_PRESENCE) return false;
-    /* A disabled member is out of the organization: nobody there edits their profile. */
-    if (a == ACC_WRITE && !t->active_member) {
-        forbid(req, "This user is not an active member of your organization");
-        return true;
-    }
-    /* Status is global: an organization may not suspend or archive someone another
-     * organization (or the platform) still relies on; it disables its own membership instead. */
-    if (a == ACC_STATUS && (t->global_role != ROLE_NONE || t->elsewhere)) {
-        forbid(req, "This user belongs to another organization too; disable the membership "
-                    "in yours instead");
-        return true;
-    }
-    /* A Manager never reaches an OrganizationAdmin or a global user; an OrganizationAdmin
-     * may read a global user who is a member, but not change them. */
-    bool above;
-    if (c->org_role == ROLE_MANAGER)
-        above = t->global_role != ROLE_NONE || t->org_role == ROLE_ORG_ADMIN;
-    else
-        above = a != ACC_READ && t->global_role != ROLE_NONE;
-    if (above) {
-        forbid(req, "You cannot access a user of a higher role");
-        return true;
-    }
-    return false;
+    perm_actor_t a = perm_actor(c);
+    perm_user_target_t pt = {t->self,          t->global_role, t->member,
+                             t->active_member, t->elsewhere,   t->org_role};
+    return perm_allowed_or_replied(req, perm_user_access(&a, &pt, act));
 }
 
 static void target_from_row(http_req_t *req, const db_result_t *r, target_t *t)
@@ -671,7 +606,7 @@ static void list_users(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     bool global = c->global_role != ROLE_NONE;
-    if (!global && staff_or_reply(req, c, ROLE_MANAGER)) return;
+    if (!global && !staff_or_replied(req, c, ROLE_MANAGER)) return;
     verr_t v = {0};
     int limit = 0, offset = 0;
     const char *q_limit = http_req_query(req, "limit");
@@ -709,8 +644,13 @@ static void list_users(http_req_t *req)
         db_req_query(req, SQL_LIST_ALL, 6, params, list_on_rows);
     } else {
         org_list_t *st = arena_calloc(&req->arena, sizeof(*st));
-        const char *params[] = {
-            search, status, role, lim, off, c->org_id, c->org_role == ROLE_MANAGER ? "t" : "f"};
+        const char *params[] = {search,
+                                status,
+                                role,
+                                lim,
+                                off,
+                                c->org_id,
+                                perm_member_view(c->org_role) == PERM_MEMBERS_MANAGER ? "t" : "f"};
         memcpy(st->params, params, sizeof(params));
         st->sql = search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG;
         /* params[6] is the visibility class; the rest is the normalized query. */
@@ -772,7 +712,7 @@ static void create_on_hashed(http_req_t *req, void *data)
 static void create_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    if (staff_or_reply(req, c, ROLE_MANAGER)) return;
+    if (!staff_or_replied(req, c, ROLE_MANAGER)) return;
     json_t *body = json_body_or_reply(req);
     if (!body) return;
     users_state_t *st = state_new(req);
@@ -798,7 +738,7 @@ static void get_on_row(http_req_t *req, db_result_t *r)
         return;
     }
     target_from_row(req, r, &st->t);
-    if (access_or_reply(req, context_caller(req), &st->t, ACC_READ)) return;
+    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_READ)) return;
     http_reply_jsonn(req, 200, db_get(r, 0, TARGET_NCOLS), db_getlen(r, 0, TARGET_NCOLS));
 }
 
@@ -845,8 +785,9 @@ static void patch_on_target(http_req_t *req, db_result_t *r)
     bool profile = false;
     for (int f = 0; f < F_COUNT; f++)
         if (f != F_STATUS && st->set[f]) profile = true;
-    if ((profile || !st->set[F_STATUS]) && access_or_reply(req, c, &st->t, ACC_WRITE)) return;
-    if (st->set[F_STATUS] && access_or_reply(req, c, &st->t, ACC_STATUS)) return;
+    if ((profile || !st->set[F_STATUS]) && !access_or_replied(req, c, &st->t, PERM_USER_WRITE))
+        return;
+    if (st->set[F_STATUS] && !access_or_replied(req, c, &st->t, PERM_USER_STATUS)) return;
     verr_t v = {0};
     normalize_phone(req, &v, st, st->t.country);
     if (verr_reply(req, &v)) return;
@@ -891,7 +832,7 @@ static void delete_on_target(http_req_t *req, db_result_t *r)
         return;
     }
     target_from_row(req, r, &st->t);
-    if (access_or_reply(req, context_caller(req), &st->t, ACC_STATUS)) return;
+    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_STATUS)) return;
     st->set[F_STATUS] = true;
     st->val[F_STATUS] = "archived";
     run_update(req, st, patch_on_updated);
@@ -943,7 +884,7 @@ static void presence_on_target(http_req_t *req, db_result_t *r)
         return;
     }
     target_from_row(req, r, &st->t);
-    if (access_or_reply(req, context_caller(req), &st->t, ACC_PRESENCE)) return;
+    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_PRESENCE)) return;
     http_req_ref(req);
     presence_get(st->t.id, presence_on_state, req);
 }
