@@ -688,6 +688,14 @@ int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending)
     return c->broken ? -1 : 0;
 }
 
+void http_stream_sndbuf(http_req_t *req, int bytes)
+{
+    http_conn_t *c = req->conn;
+    if (!c || c->state != CONN_STREAMING || bytes <= 0) return;
+    /* Best effort: a socket that refuses keeps the kernel's default. */
+    (void)uv_send_buffer_size((uv_handle_t *)&c->tcp, &bytes);
+}
+
 size_t http_stream_pending(const http_req_t *req)
 {
     return req->conn ? req->conn->stream_pending : 0;

@@ -195,6 +195,9 @@ void http_stream_open(http_req_t *req, int status, const char *content_type);
  * failed or its queue is over max_pending bytes: the caller should then close the stream with
  * http_stream_close. Never frees anything and never runs on_gone (see the top of this file). */
 int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending);
+/* Fixes the socket's kernel send buffer of an open stream at `bytes` (Linux doubles it) and so
+ * turns off its autotuning: what a client that does not read can make the kernel hold. */
+void http_stream_sndbuf(http_req_t *req, int bytes);
 /* Bytes written to the stream but not yet flushed to the socket. */
 size_t http_stream_pending(const http_req_t *req);
 /* Ends the stream and closes the connection. on_gone is not called. */

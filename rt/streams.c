@@ -582,6 +582,7 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
     http_res_header(req, "X-Accel-Buffering", "no");
     http_stream_open(req, 200, "text/event-stream");
     if (http_req_gone(req)) return;
+    http_stream_sndbuf(req, STREAM_SNDBUF);
     stream_t *s = xcalloc(1, sizeof(*s));
     s->req = req;
     s->kind = kind;

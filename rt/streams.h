@@ -31,6 +31,9 @@
 #include "core/http.h"
 
 #define STREAM_MAX_PENDING (256 * 1024)
+/* The kernel's send buffer of a stream (doubled by Linux). Left to autotuning it grew to several
+ * MiB for a client that never reads, before STREAM_MAX_PENDING saw a byte; events are small. */
+#define STREAM_SNDBUF (64 * 1024)
 #define STREAM_PING_SECONDS 25
 
 typedef enum stream_kind {

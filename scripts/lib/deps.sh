@@ -8,7 +8,7 @@ COACHD_PACKAGES=(
     libjansson-dev zlib1g-dev node-llhttp libcmocka-dev
     postgresql postgresql-contrib redis-server
     python3 python3-pytest python3-pytest-timeout python3-requests
-    curl wrk clang-format
+    curl wrk clang-format iproute2
     clang libclang-rt-14-dev
     prometheus python3-jsonschema
 )

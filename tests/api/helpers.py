@@ -631,10 +631,11 @@ def free_port():
 
 
 @contextlib.contextmanager
-def second_coachd(host="127.0.0.1", **env):
+def second_coachd(host="127.0.0.1", netns=None, **env):
     """Starts another coachd (COACHD_BIN serve) with `env` over the test server's environment;
     yields its base URL once it answers /api/auth/session, then stops it and asserts that it
-    exited with 0.
+    exited with 0. With `netns`, it runs inside that network namespace (`ip netns exec`, which
+    execs the server: the process is coachd itself) and `host` is its address there.
 
     Defaults: PORT a free port, HOST `host` (0.0.0.0 for tests that connect from other loopback
     addresses), WORKERS 1; DATABASE_URL, REDIS_URL, MAIL_DIR and CLIENT_KEY, when not in the
@@ -652,7 +653,10 @@ def second_coachd(host="127.0.0.1", **env):
             full[k] = str(v)
     binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
     log = tempfile.TemporaryFile()  # its stderr, shown when it fails to start or stop
-    proc = subprocess.Popen([binary, "serve"], env=full, stdout=subprocess.DEVNULL, stderr=log)
+    cmd = [binary, "serve"]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns] + cmd
+    proc = subprocess.Popen(cmd, env=full, stdout=subprocess.DEVNULL, stderr=log)
 
     def log_tail():
         log.seek(0)

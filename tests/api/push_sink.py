@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """A stand-in for an Expo-compatible push endpoint, for tests.
 
-    push_sink.py --dir DIR [--host 127.0.0.1] [--port 0] [--port-file FILE]
+    push_sink.py --dir DIR [--host 127.0.0.1] [--port 0] [--port-file FILE] [--fail-file FILE]
 
 Every POST is stored as DIR/<time>-<n>.json: {"path", "headers", "body"} where body is the
 parsed JSON request (or the raw text when it is not JSON). The answer follows Expo's push API:
 one ticket per message, {"status": "ok", "id": ...}, except for a message whose `to` contains
 "unregistered", which gets {"status": "error", "details": {"error": "DeviceNotRegistered"}}.
+While the --fail-file exists, every POST is answered 500 and stored nowhere (an endpoint that
+is down: nothing was delivered), for scripts/faults.
 Python standard library only.
 """
 import argparse
@@ -36,6 +38,7 @@ def ticket(msg):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     maildir = "."
+    fail_file = None
 
     def log_message(self, fmt, *args):
         print(time.strftime("%H:%M:%S"), fmt % args, file=sys.stderr, flush=True)
@@ -53,6 +56,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.fail_file and os.path.exists(self.fail_file):
+            self.answer(500, {"errors": [{"code": "INTERNAL_SERVER_ERROR",
+                                          "message": "the sink is told to fail"}]})
+            return
         try:
             body = json.loads(raw)
         except ValueError:
@@ -78,9 +85,11 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
+    ap.add_argument("--fail-file")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     Handler.maildir = args.dir
+    Handler.fail_file = args.fail_file
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
     port = server.server_address[1]
