@@ -45,6 +45,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/page_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
@@ -336,17 +337,22 @@ static void reply_data(http_req_t *req, int status, const char *obj)
     "   rp.sender_id, user_display_name(ru.first_name, ru.last_name),"                             \
     "   CASE WHEN rp.deleted_at IS NULL THEN left(rp.body, 120) END, su.id, su.first_name,"        \
     "   su.last_name, su.email, su.avatar_url, att.j, rx.j"                                        \
-    " FROM acc LEFT JOIN page p ON true"                                                           \
+    "   , ver.v"                                                                                   \
+    " FROM acc CROSS JOIN ver LEFT JOIN page p ON true"                                            \
     " LEFT JOIN att ON att.message_id = p.id LEFT JOIN rx ON rx.message_id = p.id"                 \
     " LEFT JOIN chat_messages rp ON rp.id = p.reply_to_message_id"                                 \
     " LEFT JOIN users ru ON ru.id = rp.sender_id"                                                  \
     " LEFT JOIN users su ON su.id = p.sender_id"                                                   \
     " ORDER BY p.created_at DESC"
 
-/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore. */
+/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore.
+ * H_VERSION: the mentorship's chat history version (migration 0011), read in the same snapshot
+ * as the page, for the cache of first pages. */
 static const char SQL_HISTORY[] =
     "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
     "   WHERE m.id = $1::uuid),"
+    " ver AS (SELECT (SELECT version FROM chat_history_versions WHERE mentorship_id = $1::uuid)"
+    "   AS v),"
     " page AS (SELECT c.* FROM chat_messages c"
     "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL"
     "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
@@ -357,6 +363,7 @@ static const char SQL_HISTORY[] =
 static const char SQL_SEARCH[] =
     "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
     "   WHERE m.id = $1::uuid),"
+    " ver AS (SELECT NULL::bigint AS v),"
     " page AS MATERIALIZED (SELECT * FROM chat_search_page($1::uuid,"
     "   COALESCE($2::timestamptz, 'infinity'), $3::int, chat_search_query($4)))" SQL_PAGE_SELECT;
 
@@ -380,7 +387,22 @@ enum {
     H_USER_AVATAR,
     H_ATTACHMENTS,
     H_REACTIONS,
+    H_VERSION,
 };
+
+/* Rendered first history pages (no cursor, no search term) of this worker, keyed by mentorship
+ * and limit, at the mentorship's chat history version (routes/page_cache.h). The page is the
+ * same for every caller who may read it; attachment and avatar urls are not part of it: they
+ * are presigned when a page is sent (with_urls). A request finding a page runs one query, the
+ * mentorship's access columns and current version, instead of the page statement. */
+static page_cache_t history_pages;
+
+/* $1 mentorship: the access columns (without the administrators, which only events need) and
+ * the current chat history version. */
+static const char SQL_HISTORY_VERSION[] =
+    "SELECT m.organization_id, m.coach_id, m.teacher_id, NULL::text,"
+    "   (SELECT version FROM chat_history_versions WHERE mentorship_id = m.id)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
@@ -430,7 +452,27 @@ static void message_row(buf_t *b, const db_result_t *r, int i, const char *mento
 typedef struct page_req {
     int limit;
     bool search;
+    const char *key; /* first history page: its key in history_pages */
 } page_req_t;
+
+/* Whether a rendered page holds storage keys or references that need urls. */
+static bool needs_urls(const char *json, size_t len)
+{
+    return memmem(json, len, "\"_key\"", 6) ||
+           memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1);
+}
+
+/* Sends a rendered page (and frees it), with attachment and avatar urls presigned now. */
+static void reply_page(http_req_t *req, buf_t *b)
+{
+    if (!needs_urls(b->data, b->len)) {
+        http_reply_buf(req, 200, "application/json; charset=utf-8", b);
+        return;
+    }
+    const char *json = with_urls(req, b->data, b->len);
+    buf_free(b);
+    http_reply_json(req, 200, json);
+}
 
 static void history_on_page(http_req_t *req, db_result_t *r)
 {
@@ -453,14 +495,30 @@ static void history_on_page(http_req_t *req, db_result_t *r)
     /* Search results are one page: no cursor. */
     buf_json_str(&b, n && !pr->search ? db_get(r, n - 1, H_CREATED) : NULL);
     buf_puts(&b, more ? ",\"hasMore\":true}}" : ",\"hasMore\":false}}");
-    if (!memmem(b.data, b.len, "\"_key\"", 6) &&
-        !memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
-        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+    if (pr->key)
+        page_cache_put(&history_pages, pr->key, page_row_version(r, H_VERSION), b.data, b.len);
+    reply_page(req, &b);
+}
+
+/* A cached first page was found: reuse it when the version is still current, else read. */
+static void history_on_version(http_req_t *req, db_result_t *r)
+{
+    chat_ctx_t x = {0};
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_reply(req, r, ACCESS_READ, &x)) return;
+    const page_req_t *pr = req->data;
+    const page_entry_t *e = page_cache_get(&history_pages, pr->key, page_row_version(r, 4));
+    if (e && !needs_urls(e->body, e->len)) {
+        http_reply_jsonn(req, 200, e->body, e->len);
         return;
     }
-    const char *json = with_urls(req, b.data, b.len);
-    buf_free(&b);
-    http_reply_json(req, 200, json);
+    if (e) {
+        http_reply_json(req, 200, with_urls(req, e->body, e->len));
+        return;
+    }
+    const char *mid = lower_ascii(req, http_req_param(req, 0));
+    const char *params[] = {mid, NULL, arena_printf(&req->arena, "%d", pr->limit)};
+    db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
 }
 
 static void list_messages(http_req_t *req)
@@ -500,6 +558,14 @@ static void list_messages(http_req_t *req)
     if (term) {
         const char *params[] = {mid, before, lim, term};
         db_req_query(req, SQL_SEARCH, 4, params, history_on_page);
+    } else if (!before) {
+        const char *fields[] = {mid, lim};
+        pr->key = page_cache_key(req, 2, fields);
+        const char *params[] = {mid, NULL, lim};
+        if (page_cache_has(&history_pages, pr->key))
+            db_req_query(req, SQL_HISTORY_VERSION, 1, params, history_on_version);
+        else
+            db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
     } else {
         const char *params[] = {mid, before, lim};
         db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
