@@ -35,6 +35,7 @@
 #include "core/config.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
@@ -579,6 +580,8 @@ typedef struct post_state {
     char id[IDS_UUID_LEN + 1];
     const char *body, *client_id, *reply_to, *attachments;
     int nattachments;
+    http_req_t *req;         /* while queued or in a batch (holding a reference) */
+    struct post_state *next; /* in its lane's queue */
 } post_state_t;
 
 /* $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId, $5 attachment ids.
@@ -639,27 +642,233 @@ static void post_on_existing(http_req_t *req, db_result_t *r)
     reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
 }
 
-static void post_on_inserted(http_req_t *req, db_result_t *r)
+/* The post committed (json: the new message, pushes: push rows queued), or (json NULL) another
+ * request with the same clientMessageId committed first. */
+static void post_finish(http_req_t *req, const char *json, size_t len, long long pushes)
 {
     post_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
-    if (db_nrows(r) == 0) {
-        /* Another request with the same clientMessageId committed first. */
+    if (!json) {
         const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id};
         db_req_query(req, SQL_POST_EXISTING, 3, params, post_on_existing);
         return;
     }
-    const char *msg = with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0));
-    if (db_getll(r, 0, 1, 0) > 0) outbox_kick();
+    const char *msg = with_urls(req, json, len);
+    if (pushes > 0) outbox_kick();
     publish(req, &st->x, "chat-message", msg);
     reply_data(req, 201, msg);
+}
+
+static void post_on_inserted(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        post_finish(req, NULL, 0, 0);
+        return;
+    }
+    post_finish(req, db_get(r, 0, 0), db_getlen(r, 0, 0), db_getll(r, 0, 1, 0));
+}
+
+/* ---- posts of one mentorship, batched ----
+ *
+ * Posts of a mentorship take its chat clock row's lock until they commit (SQL_POST_INSERT), so
+ * one commit at a time: with many concurrent posts in one mentorship the post rate was one
+ * statement plus one commit (WAL flush) per message. Each worker therefore sends at most one
+ * insert per mentorship at a time; posts that arrive meanwhile wait in the mentorship's lane and
+ * go together in the next statement (SQL_POST_BATCH), up to POST_BATCH_MAX. One statement and
+ * one commit then cover the batch: consecutive clock ticks, one upsert of the clock, of the
+ * counts and of the conversation row. createdAt stays unique and posts still commit in createdAt
+ * order (a batch is one transaction). A lone post goes at once, so it waits for nothing. Posts
+ * with attachments keep the single statement; if a batch fails (a reply target or a sender
+ * removed meanwhile), each of its posts is sent again alone and gets its own answer. */
+#define POST_BATCH_MAX 64
+#define POST_LANES 64
+
+typedef struct post_lane {
+    char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
+    bool busy;                         /* a statement of this lane is in flight */
+    post_state_t *head, *tail;         /* waiting posts, oldest first */
+} post_lane_t;
+
+static post_lane_t lanes[POST_LANES];
+
+typedef struct post_batch {
+    post_lane_t *lane;
+    int n;
+    post_state_t *items[POST_BATCH_MAX];
+} post_batch_t;
+
+/* $1 mentorship, $2 count, then one array element per post: $3 ids, $4 senders, $5 bodies,
+ * $6 clientMessageIds, $7 replyToMessageIds, $8 push titles. Post k (1-based) takes the clock's
+ * tick k of n. One row per new message: id, the message as chat_message_json renders it, and the
+ * push rows queued for the whole batch. */
+static const char SQL_POST_BATCH[] =
+    "WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)"
+    "   VALUES ($1::uuid, clock_timestamp() + ($2::int - 1) * interval '1 microsecond')"
+    "   ON CONFLICT (mentorship_id) DO UPDATE"
+    "   SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')"
+    "     + ($2::int - 1) * interval '1 microsecond'"
+    "   RETURNING last_at),"
+    " src AS (SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::uuid[],"
+    "   $8::text[]) WITH ORDINALITY AS s(id, sender, body, cid, reply, title, ord)),"
+    " ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,"
+    "   reply_to_message_id, created_at)"
+    "   SELECT s.id, $1::uuid, s.sender, s.body, s.cid, s.reply,"
+    "     clk.last_at - ($2::int - s.ord) * interval '1 microsecond'"
+    "   FROM src s, clk ORDER BY s.ord"
+    "   ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING RETURNING *),"
+    " push AS (INSERT INTO outbox (kind, payload)"
+    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
+    "     'title', s.title, 'body', left(ins.body, 200), 'data', jsonb_build_object("
+    "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
+    "   FROM ins JOIN src s ON s.id = ins.id JOIN mentorships m ON m.id = ins.mentorship_id"
+    "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
+    "     AND pt.user_id <> ins.sender_id"
+    "   GROUP BY ins.id, ins.body, ins.mentorship_id, s.title, pt.user_id RETURNING 1)"
+    " SELECT ins.id, chat_message_obj(ins::chat_messages, '[]'::json, '[]'::json),"
+    "   (SELECT count(*) FROM push)"
+    " FROM ins";
+
+/* Appends one element of a PostgreSQL array literal: NULL, or the text double-quoted. */
+static void array_elem(buf_t *b, const char *s)
+{
+    if (b->len > 1) buf_putc(b, ',');
+    if (!s) {
+        buf_puts(b, "NULL");
+        return;
+    }
+    buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') buf_putc(b, '\\');
+        buf_putc(b, *s);
+    }
+    buf_putc(b, '"');
+}
+
+static post_lane_t *lane_of(const char *mentorship_id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)mentorship_id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &lanes[h % POST_LANES];
+}
+
+static void post_batch_send(post_lane_t *lane);
+
+/* The post alone, through SQL_POST_INSERT. */
+static void post_send_one(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
+                            st->client_id, st->reply_to,        st->attachments, c->display_name};
+    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+}
+
+static void post_on_batch(db_result_t *r, void *data)
+{
+    post_batch_t *bt = data;
+    for (int i = 0; i < bt->n; i++) {
+        post_state_t *st = bt->items[i];
+        http_req_t *req = st->req;
+        st->req = NULL;
+        if (http_req_gone(req)) {
+            /* The client left: as for a single post, the result is dropped. */
+        } else if (!r->ok && !r->conn_lost) {
+            post_send_one(req);
+        } else if (!db_failed_or_reply(req, r)) {
+            int row = -1;
+            for (int k = 0; k < db_nrows(r) && row < 0; k++)
+                if (strcmp(db_get(r, k, 0), st->id) == 0) row = k;
+            if (row < 0)
+                post_finish(req, NULL, 0, 0);
+            else
+                post_finish(req, db_get(r, row, 1), db_getlen(r, row, 1), db_getll(r, 0, 2, 0));
+        }
+        http_req_unref(req);
+    }
+    post_lane_t *lane = bt->lane;
+    free(bt);
+    lane->busy = false;
+    if (lane->head)
+        post_batch_send(lane);
+    else
+        lane->mentorship[0] = '\0';
+}
+
+/* Sends the lane's waiting posts (up to POST_BATCH_MAX) as one statement. */
+static void post_batch_send(post_lane_t *lane)
+{
+    post_batch_t *bt = xcalloc(1, sizeof(*bt));
+    bt->lane = lane;
+    buf_t ids = BUF_INIT, senders = BUF_INIT, bodies = BUF_INIT, cids = BUF_INIT,
+          replies = BUF_INIT, titles = BUF_INIT;
+    buf_t *arrays[] = {&ids, &senders, &bodies, &cids, &replies, &titles};
+    for (size_t i = 0; i < 6; i++)
+        buf_putc(arrays[i], '{');
+    while (lane->head && bt->n < POST_BATCH_MAX) {
+        post_state_t *st = lane->head;
+        lane->head = st->next;
+        st->next = NULL;
+        if (http_req_gone(st->req)) { /* the client left while it waited: not posted */
+            http_req_unref(st->req);
+            st->req = NULL;
+            continue;
+        }
+        bt->items[bt->n++] = st;
+        caller_t *c = context_caller(st->req);
+        array_elem(&ids, st->id);
+        array_elem(&senders, c->user_id);
+        array_elem(&bodies, st->body);
+        array_elem(&cids, st->client_id);
+        array_elem(&replies, st->reply_to);
+        array_elem(&titles, c->display_name);
+    }
+    if (!lane->head) lane->tail = NULL;
+    for (size_t i = 0; i < 6; i++)
+        buf_putc(arrays[i], '}');
+    if (bt->n == 0) {
+        for (size_t i = 0; i < 6; i++)
+            buf_free(arrays[i]);
+        free(bt);
+        lane->mentorship[0] = '\0';
+        return;
+    }
+    char count[16];
+    snprintf(count, sizeof(count), "%d", bt->n);
+    const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
+                            bodies.data,      cids.data, replies.data, titles.data};
+    lane->busy = true;
+    db_query(SQL_POST_BATCH, 8, params, post_on_batch, bt);
+    for (size_t i = 0; i < 6; i++)
+        buf_free(arrays[i]);
+}
+
+/* Queues a checked post in its mentorship's lane; sends it at once when the lane is idle. */
+static void post_enqueue(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    post_lane_t *lane = lane_of(st->x.mentorship_id);
+    if (st->nattachments > 0 ||
+        (lane->mentorship[0] && strcmp(lane->mentorship, st->x.mentorship_id) != 0)) {
+        post_send_one(req); /* attachments, or the lane is another mentorship's just now */
+        return;
+    }
+    if (!lane->mentorship[0])
+        snprintf(lane->mentorship, sizeof(lane->mentorship), "%s", st->x.mentorship_id);
+    http_req_ref(req);
+    st->req = req;
+    if (lane->tail)
+        lane->tail->next = st;
+    else
+        lane->head = st;
+    lane->tail = st;
+    if (!lane->busy) post_batch_send(lane);
 }
 
 static void post_on_loaded(http_req_t *req, db_result_t *r)
 {
     post_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
     if (!access_or_reply(req, r, ACCESS_PARTICIPATE, &st->x)) return;
     const int col = ACCESS_NCOLS;
@@ -680,9 +889,7 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
         return;
     }
-    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
-                            st->client_id, st->reply_to,        st->attachments, c->display_name};
-    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+    post_enqueue(req);
 }
 
 static void post_message(http_req_t *req)
