@@ -730,7 +730,7 @@ static const char SQL_POST_BATCH[] =
     "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
     "     'title', s.title, 'body', left(ins.body, 200), 'data', jsonb_build_object("
     "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
-    "   FROM ins JOIN src s ON s.id = ins.id JOIN mentorships m ON m.id = ins.mentorship_id"
+    "   FROM ins JOIN src s ON s.id = ins.id JOIN mentorships m ON m.id = $1::uuid"
     "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
     "     AND pt.user_id <> ins.sender_id"
     "   GROUP BY ins.id, ins.body, ins.mentorship_id, s.title, pt.user_id RETURNING 1)"
