@@ -682,20 +682,24 @@ static void post_on_inserted(http_req_t *req, db_result_t *r)
  *
  * Posts of a mentorship take its chat clock row's lock until they commit (SQL_POST_INSERT), so
  * one commit at a time: with many concurrent posts in one mentorship the post rate was one
- * statement plus one commit (WAL flush) per message. Each worker therefore sends at most one
- * insert per mentorship at a time; posts that arrive meanwhile wait in the mentorship's lane and
- * go together in the next statement (SQL_POST_BATCH), up to POST_BATCH_MAX. One statement and
- * one commit then cover the batch: consecutive clock ticks, one upsert of the clock, of the
- * counts and of the conversation row. createdAt stays unique and posts still commit in createdAt
- * order (a batch is one transaction). A lone post goes at once, so it waits for nothing. Posts
+ * statement plus one commit (WAL flush) per message. Each worker therefore sends at most
+ * POST_INFLIGHT_MAX inserts per mentorship at a time; posts that arrive meanwhile wait in the
+ * mentorship's lane and go together in the next statement (SQL_POST_BATCH), up to
+ * POST_BATCH_MAX. One statement and one commit then cover the batch: consecutive clock ticks,
+ * one upsert of the clock, of the counts and of the conversation row. createdAt stays unique and
+ * posts still commit in createdAt order (a batch is one transaction, batches queue on the clock
+ * row). Two in flight, not one: the second waits on the clock row inside PostgreSQL and starts
+ * the moment the first commits, instead of after its answer has come back and been handled. A
+ * lone post goes at once, so it waits for nothing. Posts
  * with attachments keep the single statement; if a batch fails (a reply target or a sender
  * removed meanwhile), each of its posts is sent again alone and gets its own answer. */
 #define POST_BATCH_MAX 64
+#define POST_INFLIGHT_MAX 2
 #define POST_LANES 64
 
 typedef struct post_lane {
     char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
-    bool busy;                         /* a statement of this lane is in flight */
+    int inflight;                      /* statements of this lane in flight */
     post_state_t *head, *tail;         /* waiting posts, oldest first */
 } post_lane_t;
 
@@ -798,10 +802,10 @@ static void post_on_batch(db_result_t *r, void *data)
     }
     post_lane_t *lane = bt->lane;
     free(bt);
-    lane->busy = false;
+    lane->inflight--;
     if (lane->head)
         post_batch_send(lane);
-    else
+    else if (lane->inflight == 0)
         lane->mentorship[0] = '\0';
 }
 
@@ -840,14 +844,14 @@ static void post_batch_send(post_lane_t *lane)
         for (size_t i = 0; i < 6; i++)
             buf_free(arrays[i]);
         free(bt);
-        lane->mentorship[0] = '\0';
+        if (lane->inflight == 0) lane->mentorship[0] = '\0';
         return;
     }
     char count[16];
     snprintf(count, sizeof(count), "%d", bt->n);
     const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
                             bodies.data,      cids.data, replies.data, titles.data};
-    lane->busy = true;
+    lane->inflight++;
     db_query(SQL_POST_BATCH, 8, params, post_on_batch, bt);
     for (size_t i = 0; i < 6; i++)
         buf_free(arrays[i]);
@@ -872,7 +876,7 @@ static void post_enqueue(http_req_t *req)
     else
         lane->head = st;
     lane->tail = st;
-    if (!lane->busy) post_batch_send(lane);
+    if (lane->inflight < POST_INFLIGHT_MAX) post_batch_send(lane);
 }
 
 static void post_on_loaded(http_req_t *req, db_result_t *r)

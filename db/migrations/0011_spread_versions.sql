@@ -22,11 +22,8 @@ CREATE OR REPLACE FUNCTION mentoring_list_versions_bump(orgs uuid[]) RETURNS voi
     ON CONFLICT (organization_id, slot) DO UPDATE SET version = v.version + 1
 $$;
 
--- The organization's mentoring-list version (NULL before its first write): what the list
--- statements read with their page, and what a cached page is checked against.
-CREATE FUNCTION mentoring_list_version(org uuid) RETURNS bigint
-    LANGUAGE sql STABLE PARALLEL SAFE
-    RETURN (SELECT sum(version)::bigint FROM mentoring_list_versions WHERE organization_id = org);
+-- The list statements and the cache check read the sum themselves (routes/mentoring.c): a SQL
+-- function for it was not inlined, and running it reparsed its body on every call.
 
 -- 2. Chat history versions: a number per mentorship that changes in the same transaction as
 --    anything its history page shows (its messages, their reactions and attachments, the
