@@ -824,8 +824,9 @@ static void post_batch_send(post_lane_t *lane)
         lane->head = st->next;
         st->next = NULL;
         if (http_req_gone(st->req)) { /* the client left while it waited: not posted */
-            http_req_unref(st->req);
-            st->req = NULL;
+            http_req_t *gone = st->req;
+            st->req = NULL; /* st lives in the request's arena: done with it before the unref */
+            http_req_unref(gone);
             continue;
         }
         bt->items[bt->n++] = st;
