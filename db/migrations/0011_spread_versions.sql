@@ -3,7 +3,7 @@
 -- 1. Mentoring-list versions (migration 0007) in slots. A single row per organization made
 --    every write to the organization's mentorships and sessions wait for the previous writer's
 --    commit (the row lock is held until then): 64 connections creating and cancelling sessions
---    in one organization ran at about two thirds of the rate of 64 spread over 64 organizations.
+--    in one organization ran at about a third of the rate of 64 spread over 64 organizations.
 --    Now a write bumps the slot of its database connection (pg_backend_pid() % 64) by one, and
 --    the organization's version is the sum of its slots. Every committed bump raises the sum and
 --    nothing lowers it, so a page read at sum S is current exactly while the sum is still S.
