@@ -35,6 +35,7 @@
 #include "core/config.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
@@ -45,6 +46,7 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/page_cache.h"
 #include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/events.h"
@@ -321,17 +323,22 @@ static void reply_data(http_req_t *req, int status, const char *obj)
     "   rp.sender_id, user_display_name(ru.first_name, ru.last_name),"                             \
     "   CASE WHEN rp.deleted_at IS NULL THEN left(rp.body, 120) END, su.id, su.first_name,"        \
     "   su.last_name, su.email, su.avatar_url, att.j, rx.j"                                        \
-    " FROM acc LEFT JOIN page p ON true"                                                           \
+    "   , ver.v"                                                                                   \
+    " FROM acc CROSS JOIN ver LEFT JOIN page p ON true"                                            \
     " LEFT JOIN att ON att.message_id = p.id LEFT JOIN rx ON rx.message_id = p.id"                 \
     " LEFT JOIN chat_messages rp ON rp.id = p.reply_to_message_id"                                 \
     " LEFT JOIN users ru ON ru.id = rp.sender_id"                                                  \
     " LEFT JOIN users su ON su.id = p.sender_id"                                                   \
     " ORDER BY p.created_at DESC"
 
-/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore. */
+/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore.
+ * H_VERSION: the mentorship's chat history version (migration 0011), read in the same snapshot
+ * as the page, for the cache of first pages. */
 static const char SQL_HISTORY[] =
     "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
     "   WHERE m.id = $1::uuid),"
+    " ver AS (SELECT (SELECT version FROM chat_history_versions WHERE mentorship_id = $1::uuid)"
+    "   AS v),"
     " page AS (SELECT c.* FROM chat_messages c"
     "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL"
     "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
@@ -342,6 +349,7 @@ static const char SQL_HISTORY[] =
 static const char SQL_SEARCH[] =
     "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
     "   WHERE m.id = $1::uuid),"
+    " ver AS (SELECT NULL::bigint AS v),"
     " page AS MATERIALIZED (SELECT * FROM chat_search_page($1::uuid,"
     "   COALESCE($2::timestamptz, 'infinity'), $3::int, chat_search_query($4)))" SQL_PAGE_SELECT;
 
@@ -365,7 +373,22 @@ enum {
     H_USER_AVATAR,
     H_ATTACHMENTS,
     H_REACTIONS,
+    H_VERSION,
 };
+
+/* Rendered first history pages (no cursor, no search term) of this worker, keyed by mentorship
+ * and limit, at the mentorship's chat history version (routes/page_cache.h). The page is the
+ * same for every caller who may read it; attachment and avatar urls are not part of it: they
+ * are presigned when a page is sent (with_urls). A request finding a page runs one query, the
+ * mentorship's access columns and current version, instead of the page statement. */
+static page_cache_t history_pages;
+
+/* $1 mentorship: the access columns (without the administrators, which only events need) and
+ * the current chat history version. */
+static const char SQL_HISTORY_VERSION[] =
+    "SELECT m.organization_id, m.coach_id, m.teacher_id, NULL::text,"
+    "   (SELECT version FROM chat_history_versions WHERE mentorship_id = m.id)"
+    " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
@@ -415,7 +438,27 @@ static void message_row(buf_t *b, const db_result_t *r, int i, const char *mento
 typedef struct page_req {
     int limit;
     bool search;
+    const char *key; /* first history page: its key in history_pages */
 } page_req_t;
+
+/* Whether a rendered page holds storage keys or references that need urls. */
+static bool needs_urls(const char *json, size_t len)
+{
+    return memmem(json, len, "\"_key\"", 6) ||
+           memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1);
+}
+
+/* Sends a rendered page (and frees it), with attachment and avatar urls presigned now. */
+static void reply_page(http_req_t *req, buf_t *b)
+{
+    if (!needs_urls(b->data, b->len)) {
+        http_reply_buf(req, 200, "application/json; charset=utf-8", b);
+        return;
+    }
+    const char *json = with_urls(req, b->data, b->len);
+    buf_free(b);
+    http_reply_json(req, 200, json);
+}
 
 static void history_on_page(http_req_t *req, db_result_t *r)
 {
@@ -438,14 +481,30 @@ static void history_on_page(http_req_t *req, db_result_t *r)
     /* Search results are one page: no cursor. */
     buf_json_str(&b, n && !pr->search ? db_get(r, n - 1, H_CREATED) : NULL);
     buf_puts(&b, more ? ",\"hasMore\":true}}" : ",\"hasMore\":false}}");
-    if (!memmem(b.data, b.len, "\"_key\"", 6) &&
-        !memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
-        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
+    if (pr->key)
+        page_cache_put(&history_pages, pr->key, page_row_version(r, H_VERSION), b.data, b.len);
+    reply_page(req, &b);
+}
+
+/* A cached first page was found: reuse it when the version is still current, else read. */
+static void history_on_version(http_req_t *req, db_result_t *r)
+{
+    chat_ctx_t x = {0};
+    if (db_failed_or_reply(req, r)) return;
+    if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
+    const page_req_t *pr = req->data;
+    const page_entry_t *e = page_cache_get(&history_pages, pr->key, page_row_version(r, 4));
+    if (e && !needs_urls(e->body, e->len)) {
+        http_reply_jsonn(req, 200, e->body, e->len);
         return;
     }
-    const char *json = with_urls(req, b.data, b.len);
-    buf_free(&b);
-    http_reply_json(req, 200, json);
+    if (e) {
+        http_reply_json(req, 200, with_urls(req, e->body, e->len));
+        return;
+    }
+    const char *mid = lower_ascii(req, http_req_param(req, 0));
+    const char *params[] = {mid, NULL, arena_printf(&req->arena, "%d", pr->limit)};
+    db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
 }
 
 static void list_messages(http_req_t *req)
@@ -485,6 +544,14 @@ static void list_messages(http_req_t *req)
     if (term) {
         const char *params[] = {mid, before, lim, term};
         db_req_query(req, SQL_SEARCH, 4, params, history_on_page);
+    } else if (!before) {
+        const char *fields[] = {mid, lim};
+        pr->key = page_cache_key(req, 2, fields);
+        const char *params[] = {mid, NULL, lim};
+        if (page_cache_has(&history_pages, pr->key))
+            db_req_query(req, SQL_HISTORY_VERSION, 1, params, history_on_version);
+        else
+            db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
     } else {
         const char *params[] = {mid, before, lim};
         db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
@@ -498,20 +565,31 @@ typedef struct post_state {
     char id[IDS_UUID_LEN + 1];
     const char *body, *client_id, *reply_to, *attachments;
     int nattachments;
+    http_req_t *req;         /* while queued or in a batch (holding a reference) */
+    struct post_state *next; /* in its lane's queue */
 } post_state_t;
 
 /* $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId, $5 attachment ids.
  * Columns after the access ones: reply target in this mentorship (NULL: no such message),
  * attachment files found, of those uploaded by the caller, the existing message of this
- * clientMessageId. */
-static const char SQL_POST_LOAD[] =
-    "SELECT " SQL_ACCESS_COLS ","
-    "   (SELECT c.mentorship_id = m.id FROM chat_messages c WHERE c.id = $4::uuid),"
+ * clientMessageId. A post without attachments uses SQL_POST_LOAD_PLAIN (no $5): with the file
+ * counts in it, PostgreSQL's estimate for the generic plan stayed above that of the custom
+ * plans, so it planned the statement (inlining chat_message_json) on every post, several times
+ * the cost of running it. For the same reason an absent reply target or clientMessageId is the
+ * nil UUID (no message has it: ids are v4) rather than NULL, which let a custom plan drop the
+ * probe and look cheaper than the generic one. */
+#define NIL_UUID "'00000000-0000-0000-0000-000000000000'::uuid"
+#define SQL_POST_LOAD_(FILES)                                                                      \
+    "SELECT " SQL_ACCESS_COLS ","                                                                  \
+    "   (SELECT c.mentorship_id = m.id FROM chat_messages c"                                       \
+    "     WHERE c.id = COALESCE($4::uuid, " NIL_UUID "))," FILES ","                               \
+    "   (SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = m.id"            \
+    "     AND c.sender_id = $2 AND c.client_message_id = COALESCE($3::uuid, " NIL_UUID "))"        \
+    " FROM mentorships m WHERE m.id = $1::uuid"
+static const char SQL_POST_LOAD[] = SQL_POST_LOAD_(
     "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[])),"
-    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[]) AND f.uploader_id = $2),"
-    "   (SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = m.id"
-    "     AND c.sender_id = $2 AND c.client_message_id = $3::uuid)"
-    " FROM mentorships m WHERE m.id = $1::uuid";
+    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[]) AND f.uploader_id = $2)");
+static const char SQL_POST_LOAD_PLAIN[] = SQL_POST_LOAD_(" 0, 0");
 
 /* $1 id, $2 mentorship, $3 sender, $4 body, $5 clientMessageId, $6 replyTo, $7 attachment ids,
  * $8 push title (the sender's display name). One row (the new message, the push rows queued)
@@ -558,27 +636,238 @@ static void post_on_existing(http_req_t *req, db_result_t *r)
     reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
 }
 
-static void post_on_inserted(http_req_t *req, db_result_t *r)
+/* The post committed (json: the new message, pushes: push rows queued), or (json NULL) another
+ * request with the same clientMessageId committed first. */
+static void post_finish(http_req_t *req, const char *json, size_t len, long long pushes)
 {
     post_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
-    if (db_nrows(r) == 0) {
-        /* Another request with the same clientMessageId committed first. */
+    if (!json) {
         const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id};
         db_req_query(req, SQL_POST_EXISTING, 3, params, post_on_existing);
         return;
     }
-    const char *msg = with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0));
-    if (db_getll(r, 0, 1, 0) > 0) outbox_kick();
+    const char *msg = with_urls(req, json, len);
+    if (pushes > 0) outbox_kick();
     publish(req, &st->x, "chat-message", msg);
     reply_data(req, 201, msg);
+}
+
+static void post_on_inserted(http_req_t *req, db_result_t *r)
+{
+    if (db_failed_or_reply(req, r)) return;
+    if (db_nrows(r) == 0) {
+        post_finish(req, NULL, 0, 0);
+        return;
+    }
+    post_finish(req, db_get(r, 0, 0), db_getlen(r, 0, 0), db_getll(r, 0, 1, 0));
+}
+
+/* ---- posts of one mentorship, batched ----
+ *
+ * Posts of a mentorship take its chat clock row's lock until they commit (SQL_POST_INSERT), so
+ * one commit at a time: with many concurrent posts in one mentorship the post rate was one
+ * statement plus one commit (WAL flush) per message. Each worker therefore sends at most
+ * POST_INFLIGHT_MAX inserts per mentorship at a time; posts that arrive meanwhile wait in the
+ * mentorship's lane and go together in the next statement (SQL_POST_BATCH), up to
+ * POST_BATCH_MAX. One statement and one commit then cover the batch: consecutive clock ticks,
+ * one upsert of the clock, of the counts and of the conversation row. createdAt stays unique and
+ * posts still commit in createdAt order (a batch is one transaction, batches queue on the clock
+ * row). Two in flight, not one: the second waits on the clock row inside PostgreSQL and starts
+ * the moment the first commits, instead of after its answer has come back and been handled. A
+ * lone post goes at once, so it waits for nothing. Posts
+ * with attachments keep the single statement; if a batch fails (a reply target or a sender
+ * removed meanwhile), each of its posts is sent again alone and gets its own answer. */
+#define POST_BATCH_MAX 64
+#define POST_INFLIGHT_MAX 2
+#define POST_LANES 64
+
+typedef struct post_lane {
+    char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
+    int inflight;                      /* statements of this lane in flight */
+    post_state_t *head, *tail;         /* waiting posts, oldest first */
+} post_lane_t;
+
+static post_lane_t lanes[POST_LANES];
+
+typedef struct post_batch {
+    post_lane_t *lane;
+    int n;
+    post_state_t *items[POST_BATCH_MAX];
+} post_batch_t;
+
+/* $1 mentorship, $2 count, then one array element per post: $3 ids, $4 senders, $5 bodies,
+ * $6 clientMessageIds, $7 replyToMessageIds, $8 push titles. Post k (1-based) takes the clock's
+ * tick k of n. One row per new message: id, the message as chat_message_json renders it, and the
+ * push rows queued for the whole batch. */
+static const char SQL_POST_BATCH[] =
+    "WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)"
+    "   VALUES ($1::uuid, clock_timestamp() + ($2::int - 1) * interval '1 microsecond')"
+    "   ON CONFLICT (mentorship_id) DO UPDATE"
+    "   SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')"
+    "     + ($2::int - 1) * interval '1 microsecond'"
+    "   RETURNING last_at),"
+    " src AS (SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::uuid[],"
+    "   $8::text[]) WITH ORDINALITY AS s(id, sender, body, cid, reply, title, ord)),"
+    " ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,"
+    "   reply_to_message_id, created_at)"
+    "   SELECT s.id, $1::uuid, s.sender, s.body, s.cid, s.reply,"
+    "     clk.last_at - ($2::int - s.ord) * interval '1 microsecond'"
+    "   FROM src s, clk ORDER BY s.ord"
+    "   ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING RETURNING *),"
+    " push AS (INSERT INTO outbox (kind, payload)"
+    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
+    "     'title', s.title, 'body', left(ins.body, 200), 'data', jsonb_build_object("
+    "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
+    "   FROM ins JOIN src s ON s.id = ins.id JOIN mentorships m ON m.id = $1::uuid"
+    "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
+    "     AND pt.user_id <> ins.sender_id"
+    "   GROUP BY ins.id, ins.body, ins.mentorship_id, s.title, pt.user_id RETURNING 1)"
+    " SELECT ins.id, chat_message_obj(ins::chat_messages, '[]'::json, '[]'::json),"
+    "   (SELECT count(*) FROM push)"
+    " FROM ins";
+
+/* Appends one element of a PostgreSQL array literal: NULL, or the text double-quoted. */
+static void array_elem(buf_t *b, const char *s)
+{
+    if (b->len > 1) buf_putc(b, ',');
+    if (!s) {
+        buf_puts(b, "NULL");
+        return;
+    }
+    buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') buf_putc(b, '\\');
+        buf_putc(b, *s);
+    }
+    buf_putc(b, '"');
+}
+
+static post_lane_t *lane_of(const char *mentorship_id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)mentorship_id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &lanes[h % POST_LANES];
+}
+
+static void post_batch_send(post_lane_t *lane);
+
+/* The post alone, through SQL_POST_INSERT. */
+static void post_send_one(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    caller_t *c = context_caller(req);
+    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
+                            st->client_id, st->reply_to,        st->attachments, c->display_name};
+    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+}
+
+static void post_on_batch(db_result_t *r, void *data)
+{
+    post_batch_t *bt = data;
+    for (int i = 0; i < bt->n; i++) {
+        post_state_t *st = bt->items[i];
+        http_req_t *req = st->req;
+        st->req = NULL;
+        if (http_req_gone(req)) {
+            /* The client left: as for a single post, the result is dropped. */
+        } else if (!r->ok && !r->conn_lost) {
+            post_send_one(req);
+        } else if (!db_failed_or_reply(req, r)) {
+            int row = -1;
+            for (int k = 0; k < db_nrows(r) && row < 0; k++)
+                if (strcmp(db_get(r, k, 0), st->id) == 0) row = k;
+            if (row < 0)
+                post_finish(req, NULL, 0, 0);
+            else
+                post_finish(req, db_get(r, row, 1), db_getlen(r, row, 1), db_getll(r, 0, 2, 0));
+        }
+        http_req_unref(req);
+    }
+    post_lane_t *lane = bt->lane;
+    free(bt);
+    lane->inflight--;
+    if (lane->head)
+        post_batch_send(lane);
+    else if (lane->inflight == 0)
+        lane->mentorship[0] = '\0';
+}
+
+/* Sends the lane's waiting posts (up to POST_BATCH_MAX) as one statement. */
+static void post_batch_send(post_lane_t *lane)
+{
+    post_batch_t *bt = xcalloc(1, sizeof(*bt));
+    bt->lane = lane;
+    buf_t ids = BUF_INIT, senders = BUF_INIT, bodies = BUF_INIT, cids = BUF_INIT,
+          replies = BUF_INIT, titles = BUF_INIT;
+    buf_t *arrays[] = {&ids, &senders, &bodies, &cids, &replies, &titles};
+    for (size_t i = 0; i < 6; i++)
+        buf_putc(arrays[i], '{');
+    while (lane->head && bt->n < POST_BATCH_MAX) {
+        post_state_t *st = lane->head;
+        lane->head = st->next;
+        st->next = NULL;
+        if (http_req_gone(st->req)) { /* the client left while it waited: not posted */
+            http_req_t *gone = st->req;
+            st->req = NULL; /* st lives in the request's arena: done with it before the unref */
+            http_req_unref(gone);
+            continue;
+        }
+        bt->items[bt->n++] = st;
+        caller_t *c = context_caller(st->req);
+        array_elem(&ids, st->id);
+        array_elem(&senders, c->user_id);
+        array_elem(&bodies, st->body);
+        array_elem(&cids, st->client_id);
+        array_elem(&replies, st->reply_to);
+        array_elem(&titles, c->display_name);
+    }
+    if (!lane->head) lane->tail = NULL;
+    for (size_t i = 0; i < 6; i++)
+        buf_putc(arrays[i], '}');
+    if (bt->n == 0) {
+        for (size_t i = 0; i < 6; i++)
+            buf_free(arrays[i]);
+        free(bt);
+        if (lane->inflight == 0) lane->mentorship[0] = '\0';
+        return;
+    }
+    char count[16];
+    snprintf(count, sizeof(count), "%d", bt->n);
+    const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
+                            bodies.data,      cids.data, replies.data, titles.data};
+    lane->inflight++;
+    db_query(SQL_POST_BATCH, 8, params, post_on_batch, bt);
+    for (size_t i = 0; i < 6; i++)
+        buf_free(arrays[i]);
+}
+
+/* Queues a checked post in its mentorship's lane; sends it at once when the lane is idle. */
+static void post_enqueue(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    post_lane_t *lane = lane_of(st->x.mentorship_id);
+    if (st->nattachments > 0 ||
+        (lane->mentorship[0] && strcmp(lane->mentorship, st->x.mentorship_id) != 0)) {
+        post_send_one(req); /* attachments, or the lane is another mentorship's just now */
+        return;
+    }
+    if (!lane->mentorship[0])
+        snprintf(lane->mentorship, sizeof(lane->mentorship), "%s", st->x.mentorship_id);
+    http_req_ref(req);
+    st->req = req;
+    if (lane->tail)
+        lane->tail->next = st;
+    else
+        lane->head = st;
+    lane->tail = st;
+    if (lane->inflight < POST_INFLIGHT_MAX) post_batch_send(lane);
 }
 
 static void post_on_loaded(http_req_t *req, db_result_t *r)
 {
     post_state_t *st = req->data;
-    caller_t *c = context_caller(req);
     if (db_failed_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
     const int col = ACCESS_NCOLS;
@@ -599,9 +888,7 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
         return;
     }
-    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
-                            st->client_id, st->reply_to,        st->attachments, c->display_name};
-    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+    post_enqueue(req);
 }
 
 static void post_message(http_req_t *req)
@@ -621,7 +908,10 @@ static void post_message(http_req_t *req)
     req->data = st;
     const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
                             st->attachments};
-    db_req_query(req, SQL_POST_LOAD, 5, params, post_on_loaded);
+    if (st->nattachments > 0)
+        db_req_query(req, SQL_POST_LOAD, 5, params, post_on_loaded);
+    else
+        db_req_query(req, SQL_POST_LOAD_PLAIN, 4, params, post_on_loaded);
 }
 
 /* ---- one message: edit, delete, reactions ---- */

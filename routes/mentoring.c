@@ -201,5 +201,5 @@ static page_cache_t mentorship_pages, session_pages;
 page_cache_t *const mentoring_mentorship_pages = &mentorship_pages;
 page_cache_t *const mentoring_session_pages = &session_pages;
 
-const char SQL_MENTORING_VERSION[] =
-    "SELECT (SELECT version FROM mentoring_list_versions WHERE organization_id = $1::uuid)";
+const char SQL_MENTORING_VERSION[] = "SELECT (SELECT sum(version)::bigint FROM"
+                                     " mentoring_list_versions WHERE organization_id = $1::uuid)";

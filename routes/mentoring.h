@@ -89,7 +89,7 @@ void mentoring_publish_session_update(const char *organization_id, const char *m
 /* Rendered list pages (GET /api/mentorships, GET /api/sessions; routes/page_cache.h), keyed by
  * the list, the organization, the caller's visibility class — manager-level, or the Coach or
  * Teacher with their user id — and the normalized query, at the organization's mentoring-list
- * version (migration 0007). */
+ * version (migrations 0007 and 0011: the sum of its slots). */
 extern page_cache_t *const mentoring_mentorship_pages;
 extern page_cache_t *const mentoring_session_pages;
 

@@ -51,8 +51,8 @@ static void delete_mentorship(http_req_t *req);
 #define SQL_M_LIST(WHERE_)                                                                         \
     "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
     "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"             \
-    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT sum(version)::bigint"     \
+    "   FROM mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"           \
     " LEFT JOIN LATERAL ("                                                                         \
     "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS(           \
         "c") ","                                                                                   \

@@ -45,6 +45,12 @@ bool page_cache_has(page_cache_t *c, const char *key)
     return page_get(c, key) != NULL;
 }
 
+const page_entry_t *page_cache_get(page_cache_t *c, const char *key, long long version)
+{
+    page_entry_t *e = page_get(c, key);
+    return e && e->version == version ? e : NULL;
+}
+
 bool page_cache_reply(page_cache_t *c, const char *key, long long version, http_req_t *req)
 {
     page_entry_t *e = page_get(c, key);

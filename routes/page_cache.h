@@ -46,6 +46,8 @@ long long page_row_version(const db_result_t *r, int col);
 bool page_cache_has(page_cache_t *c, const char *key);
 /* Replies with the cached page of `key` and returns true when it was read at `version`. */
 bool page_cache_reply(page_cache_t *c, const char *key, long long version, http_req_t *req);
+/* The entry of `key` when it was read at `version`, else NULL (valid until the next put). */
+const page_entry_t *page_cache_get(page_cache_t *c, const char *key, long long version);
 /* Stores a page (copied), replacing the slot's previous entry. */
 void page_cache_put(page_cache_t *c, const char *key, long long version, const char *body,
                     size_t len);

@@ -82,8 +82,8 @@ static int64_t now_ms(void)
     "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                                                                                                                                          \
     "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                                                                                                                                           \
     "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"                                                                                                               \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT version FROM"                                                                                                                         \
-    "   mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                            \
+    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT sum(version)::bigint"                                                                                                                 \
+    "   FROM mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                       \
     " LEFT JOIN LATERAL ("                                                                                                                                                                                     \
     "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS(                                                                                                                                                   \
         "s.scheduled_at") ", s.duration_minutes,"                                                                                                                                                              \

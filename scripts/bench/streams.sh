@@ -32,14 +32,17 @@ build-release/coachd migrate >"$LOGS/migrate.log" 2>&1 || { cat "$LOGS/migrate.l
 psql -X -q -At -v n="$USERS" -d "$DATABASE_URL" -f scripts/bench/seed_stream_users.sql >"$LOGS/stream-users.txt"
 if port_in_use "$PORT"; then die "port $PORT is taken"; fi
 
-PORT="$PORT" HOST=0.0.0.0 WORKERS=1 LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 MAX_CONNECTIONS_PER_IP=0 MAIL_DIR=.local/bench-mail \
+PORT="$PORT" HOST=0.0.0.0 WORKERS=1 LOG_LEVEL=warn AUTH_RATE_LIMIT_POINTS=0 MAX_CONNECTIONS=1000000 MAX_CONNECTIONS_PER_IP=0 MAIL_DIR=.local/bench-mail \
     PUSH_URL="http://127.0.0.1:9/push" build-release/coachd serve >"$LOGS/streams-coachd.log" 2>&1 &
 SERVER=$!
 trap 'stop_pid $SERVER 10' EXIT
 wait_http "http://127.0.0.1:$PORT/api/auth/session" 20 "$SERVER" || die "coachd did not start"
-RSS0=$(awk '/VmRSS/ {print $2}' "/proc/$SERVER/status")
+# The streams live in the worker process that the master forks: measure that one.
+WORKER=$(pgrep -P "$SERVER" | head -n 1)
+[ -n "$WORKER" ] || WORKER=$SERVER
+RSS0=$(awk '/VmRSS/ {print $2}' "/proc/$WORKER/status")
 log "coachd idle RSS $((RSS0 / 1024)) MB; streams=$STREAMS users=$USERS events=$EVENTS rate=$RATE/s; nofile $(ulimit -n)"
 REDIS_HOSTPORT=$(printf '%s' "$REDIS_URL" | sed -E 's#redis://([^/]+).*#\1#')
 build-release/sse-load --port "$PORT" --users "$LOGS/stream-users.txt" --streams "$STREAMS" \
     --sources "$SOURCES" --redis "$REDIS_HOSTPORT" --events "$EVENTS" --rate "$RATE" --hold "$HOLD" \
-    --server-pid "$SERVER" | tee -a "$LOGS/streams.txt"
+    --server-pid "$WORKER" | tee -a "$LOGS/streams.txt"

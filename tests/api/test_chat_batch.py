@@ -1,0 +1,69 @@
+"""Concurrent posts of one mentorship go to PostgreSQL in batches (routes/chat.c): each post of
+a batch keeps its own body, sender, reply target, clientMessageId, answer, push and event, and
+createdAt stays unique and a gap-free cursor."""
+import concurrent.futures
+import uuid
+
+import pytest
+
+from chat_fixtures import Chat
+from helpers import RedisSub, psql_value
+from ment_fixtures import add_push_token
+
+ODD = ['say "hi"', "back\\slash", "{braces},commas", "NULL", "'quote'", "ñ😀 \\\"both\\\""]
+
+
+@pytest.fixture
+def chat():
+    return Chat()
+
+
+def test_burst_keeps_every_post_apart(chat, push):
+    parent = chat.post("Coach", "parent")
+    tok = add_push_token(chat.uid("Coach"))
+    keys = ("Teacher", "Manager", "OrganizationAdmin")
+
+    def send(i):
+        key = keys[i % 3]
+        fields = {"body": "%s %d" % (ODD[i % len(ODD)], i), "clientMessageId": str(uuid.uuid4())}
+        if i % 4 == 0:
+            fields["replyToMessageId"] = parent["id"]
+        r = chat.c(key).post(chat.msgs(), json=fields)
+        return key, fields, r.status_code, r.json()["data"]
+
+    with RedisSub("mentorship:%s" % chat.id) as sub:
+        with concurrent.futures.ThreadPoolExecutor(24) as ex:
+            got = list(ex.map(send, range(48)))
+        events = [sub.next("chat-message")["data"] for _ in range(48)]
+    for key, fields, status, m in got:
+        assert status == 201
+        assert m["body"] == fields["body"] and m["senderId"] == chat.uid(key)
+        assert m["clientMessageId"] == fields["clientMessageId"]
+        assert m["replyToMessageId"] == fields.get("replyToMessageId")
+        if "replyToMessageId" in fields:
+            assert m["replyTo"]["body"] == "parent"
+        assert m["sender"]["id"] == chat.uid(key)
+    assert sorted(e["id"] for e in events) == sorted(m["id"] for *_, m in got)
+    # Every post pushed to the coach (the only one with a token; the coach did not post), with
+    # its own sender's name as title and its own body.
+    push.wait_for(tok, count=48)
+    pushed = sorted((m["title"], m["body"]) for m in push.messages()
+                    if isinstance(m, dict) and tok in (m.get("to") or []))
+    assert pushed == sorted(("%s %s" % (m["sender"]["firstName"], m["sender"]["lastName"]),
+                             f["body"]) for _, f, _, m in got)
+    # Unique times, and the walk by cursor sees every message once.
+    times = [m["createdAt"] for *_, m in got]
+    assert len(set(times)) == 48
+    seen, cursor = [], None
+    while True:
+        q = {"limit": 7}
+        if cursor:
+            q["before"] = cursor
+        page = chat.history("Coach", **q)
+        seen += [x["id"] for x in page["data"]]
+        cursor = page["meta"]["nextCursor"]
+        if not page["meta"]["hasMore"]:
+            break
+    assert len(seen) == len(set(seen)) == 49
+    assert psql_value("SELECT count(DISTINCT created_at) FROM chat_messages"
+                      " WHERE mentorship_id = :'m'", m=chat.id) == "49"
