@@ -13,7 +13,8 @@
  * All values are text format; NULL entries are SQL NULL.
  *
  * Callbacks always fire exactly once, from the loop, never from inside the call that queued the
- * query. The result is freed right after the callback returns.
+ * query. The result is freed right after the callback returns, unless the callback took it
+ * with db_result_take.
  */
 #pragma once
 #include <libpq-fe.h>
@@ -23,11 +24,12 @@
 #include "core/http.h"
 
 typedef struct db_result {
-    PGresult *pg;         /* NULL when the query never ran (connection lost, queue full) */
-    bool ok;              /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
-    bool conn_lost;       /* connection failure or pool unavailable: answer 503 */
-    const char *sqlstate; /* e.g. "23505" (unique_violation); NULL when none */
-    const char *error;    /* message for logs only, never for clients */
+    PGresult *pg;           /* NULL when the query never ran (connection lost, queue full) */
+    bool ok;                /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
+    bool conn_lost;         /* connection failure or pool unavailable: answer 503 */
+    const char *sqlstate;   /* e.g. "23505" (unique_violation); NULL when none */
+    const char *constraint; /* the constraint an integrity error names; NULL when none */
+    const char *error;      /* message for logs only, never for clients */
 } db_result_t;
 
 typedef void (*db_cb)(db_result_t *r, void *data);
@@ -68,6 +70,9 @@ const char *db_get(const db_result_t *r, int row, int col); /* NULL for SQL NULL
 size_t db_getlen(const db_result_t *r, int row, int col);
 bool db_isnull(const db_result_t *r, int row, int col);
 long long db_getll(const db_result_t *r, int row, int col, long long def);
+/* Inside a callback: takes the PGresult out of r (r->pg becomes NULL), so it outlives the
+ * callback; the caller frees it with PQclear. */
+PGresult *db_result_take(db_result_t *r);
 
 /* Request-scoped variants: take a reference on req for the query's lifetime; the callback runs
  * only while the client is still there (when it has gone, the result is dropped, an open

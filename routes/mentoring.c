@@ -16,18 +16,6 @@
 #include "routes/page_cache.h"
 #include "rt/events.h"
 
-const char SQL_MENTORING_QUEUE_NOTICES[] =
-    "WITH e AS (SELECT value AS n FROM jsonb_array_elements($1::jsonb)),"
-    " mm AS (INSERT INTO outbox (kind, payload) SELECT 'mail', n->'mail' FROM e"
-    "   WHERE jsonb_typeof(n->'mail') = 'object' RETURNING 1),"
-    " pp AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
-    "     'title', e.n->'push'->'title', 'body', e.n->'push'->'body',"
-    "     'data', e.n->'push'->'data')"
-    "   FROM e JOIN push_tokens pt ON pt.user_id = e.n->>'userId'"
-    "   WHERE jsonb_typeof(e.n->'push') = 'object' GROUP BY e.n RETURNING 1)"
-    " SELECT (SELECT count(*) FROM mm), (SELECT count(*) FROM pp)";
-
 bool mentoring_is_manager(const caller_t *c)
 {
     return role_at_least(c->role, ROLE_MANAGER);
@@ -69,20 +57,24 @@ static void member_str(buf_t *b, const char *key, const db_result_t *r, int row,
     buf_json_str(b, db_get(r, row, col));
 }
 
-void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col)
+void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col,
+                                       bool show_notes)
 {
-    member_str(b, "\"id\":", r, row, col);
-    member_str(b, ",\"organizationId\":", r, row, col + 1);
-    member_str(b, ",\"coachId\":", r, row, col + 2);
-    member_str(b, ",\"teacherId\":", r, row, col + 3);
-    member_str(b, ",\"status\":", r, row, col + 4);
-    member_str(b, ",\"title\":", r, row, col + 5);
-    member_str(b, ",\"description\":", r, row, col + 6);
-    member_str(b, ",\"notes\":", r, row, col + 7);
+    member_str(b, "\"id\":", r, row, col + MENTORING_M_ID);
+    member_str(b, ",\"organizationId\":", r, row, col + MENTORING_M_ORGANIZATION_ID);
+    member_str(b, ",\"coachId\":", r, row, col + MENTORING_M_COACH_ID);
+    member_str(b, ",\"teacherId\":", r, row, col + MENTORING_M_TEACHER_ID);
+    member_str(b, ",\"status\":", r, row, col + MENTORING_M_STATUS);
+    member_str(b, ",\"title\":", r, row, col + MENTORING_M_TITLE);
+    member_str(b, ",\"description\":", r, row, col + MENTORING_M_DESCRIPTION);
+    if (show_notes)
+        member_str(b, ",\"notes\":", r, row, col + MENTORING_M_NOTES);
+    else
+        buf_puts(b, ",\"notes\":null");
     buf_puts(b, ",\"createdAt\":");
-    mentoring_json_time(b, r, row, col + 8);
+    mentoring_json_time(b, r, row, col + MENTORING_M_CREATED_MS);
     buf_puts(b, ",\"updatedAt\":");
-    mentoring_json_time(b, r, row, col + 9);
+    mentoring_json_time(b, r, row, col + MENTORING_M_UPDATED_MS);
 }
 
 void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
@@ -91,11 +83,11 @@ void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
         buf_append(b, "null", 4);
         return;
     }
-    member_str(b, "{\"id\":", r, row, col);
-    member_str(b, ",\"email\":", r, row, col + 1);
-    member_str(b, ",\"firstName\":", r, row, col + 2);
-    member_str(b, ",\"lastName\":", r, row, col + 3);
-    member_str(b, ",\"avatarUrl\":", r, row, col + 4);
+    member_str(b, "{\"id\":", r, row, col + MENTORING_U_ID);
+    member_str(b, ",\"email\":", r, row, col + MENTORING_U_EMAIL);
+    member_str(b, ",\"firstName\":", r, row, col + MENTORING_U_FIRST_NAME);
+    member_str(b, ",\"lastName\":", r, row, col + MENTORING_U_LAST_NAME);
+    member_str(b, ",\"avatarUrl\":", r, row, col + MENTORING_U_AVATAR_URL);
     buf_putc(b, '}');
 }
 
@@ -196,6 +188,3 @@ bool mentoring_readable_or_reply(http_req_t *req, const db_result_t *r, const ch
 static page_cache_t mentorship_pages, session_pages;
 page_cache_t *const mentoring_mentorship_pages = &mentorship_pages;
 page_cache_t *const mentoring_session_pages = &session_pages;
-
-const char SQL_MENTORING_VERSION[] =
-    "SELECT (SELECT version FROM mentoring_list_versions WHERE organization_id = $1::uuid)";
