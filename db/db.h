@@ -21,8 +21,6 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#include "core/http.h"
-
 typedef struct db_result {
     PGresult *pg;           /* NULL when the query never ran (connection lost, queue full) */
     bool ok;                /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
@@ -73,17 +71,6 @@ long long db_getll(const db_result_t *r, int row, int col, long long def);
 /* Inside a callback: takes the PGresult out of r (r->pg becomes NULL), so it outlives the
  * callback; the caller frees it with PQclear. */
 PGresult *db_result_take(db_result_t *r);
-
-/* Request-scoped variants: take a reference on req for the query's lifetime; the callback runs
- * only while the client is still there (when it has gone, the result is dropped, an open
- * transaction is rolled back, and the reference released). */
-typedef void (*db_req_cb)(http_req_t *req, db_result_t *r);
-void db_req_query(http_req_t *req, const char *sql, int nparams, const char *const *values,
-                  db_req_cb cb);
-
-/* If r failed: replies 503 UNAVAILABLE (conn_lost) or 500 INTERNAL (anything else, logged with
- * the request id) and returns true. Returns false when r is ok. */
-bool db_failed_or_reply(http_req_t *req, const db_result_t *r);
 
 /* Migrations: the one synchronous path, run before the listener opens. Applies the numbered
  * SQL files, embedded into the binary at build time from

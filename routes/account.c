@@ -16,6 +16,7 @@
 #include "db/db.h"
 #include "domain/password.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -77,7 +78,7 @@ static const char SQL_PW_SET[] =
 
 static void pw_on_saved(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     events_sessions_ended(c->user_id, c->session_id);
     static const char ok[] = "{\"success\":true}";
@@ -111,9 +112,7 @@ static void pw_work(void *data)
         st->stored ? password_verify(st->stored, st->current) : password_verify_dummy(st->current);
     if (!st->stored) st->verify_rc = -1;
     if (st->verify_rc != 0) return;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->hash_rc = password_hash(st->next, salt, st->hash, sizeof(st->hash));
+    st->hash_rc = password_hash_fresh(st->next, st->hash);
 }
 
 static void pw_on_worked(http_req_t *req, void *data)
@@ -135,7 +134,7 @@ static void pw_on_worked(http_req_t *req, void *data)
 
 static void pw_on_loaded(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     pw_state_t *st = req->data;
     const char *h = db_get(r, 0, 0);
     st->stored = h ? arena_strdup(&req->arena, h) : NULL;
@@ -162,8 +161,8 @@ done:
 
 static void change_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     pw_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->current = field_str(req, body, "currentPassword", &v, true, 1, 4096, false);

@@ -20,6 +20,7 @@
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -91,7 +92,7 @@ const char *auth_verify_link(http_req_t *req, const char *token, const char *cal
 
 static void sign_up_on_insert(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
@@ -132,9 +133,7 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
 static void hash_work(void *data)
 {
     auth_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void sign_up_limited(http_req_t *req)
@@ -144,8 +143,8 @@ static void sign_up_limited(http_req_t *req)
 
 static void sign_up(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -169,7 +168,7 @@ static void sign_up(http_req_t *req)
 
 static void sign_in_on_session(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     auth_state_t *st = req->data;
     cookie_set_session(req, st->token);
     reply_db_json(req, 200, r);
@@ -204,7 +203,7 @@ static void verify_work(void *data)
 
 static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     auth_state_t *st = req->data;
     if (db_nrows(r) == 1) {
         st->user_id = arena_strdup(&req->arena, db_get(r, 0, 0));
@@ -224,8 +223,8 @@ static void sign_in_limited(http_req_t *req)
 
 static void sign_in(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *email = field_str(req, body, "email", &v, true, 1, 320, true);
@@ -245,7 +244,7 @@ static void sign_out_reply(http_req_t *req)
 
 static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     /* Streams held by this session close when they hear of it (rt/streams). */
     char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",

@@ -13,6 +13,7 @@
 #include "db/db.h"
 #include "domain/ids.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -53,7 +54,7 @@ static const char SQL_CURRENT_ORG[] =
 
 static void on_my_orgs(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     reply_db_json(req, 200, r);
 }
 
@@ -65,7 +66,7 @@ static void my_organizations(http_req_t *req)
 
 static void on_switched(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     const char *exists = db_get(r, 0, 0);
     const char *member_role = db_get(r, 0, 1);
@@ -91,8 +92,8 @@ static void on_switched(http_req_t *req, db_result_t *r)
 
 static void switch_organization(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *org = field_str(req, body, "organizationId", &v, true, 1, 64, true);
     if (org && !ids_is_uuid(org)) verr_add(&v, "organizationId", "must be a UUID");
@@ -105,7 +106,7 @@ static void switch_organization(http_req_t *req)
 
 static void on_current_org(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_json(req, 200, "{\"data\":null}");
         return;

@@ -24,17 +24,8 @@ bool mentoring_is_manager(const caller_t *c)
 bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset)
 {
     verr_t v = {0};
-    int l = MENTORING_LIMIT_DEFAULT, o = 0;
-    const char *ls = http_req_query(req, "limit");
-    const char *os = http_req_query(req, "offset");
-    if (ls && validate_int(ls, 1, MENTORING_LIMIT_MAX, &l) != 0)
-        verr_add(&v, "limit", "must be an integer from 1 to 200");
-    if (os && validate_int(os, 0, 2147483647, &o) != 0)
-        verr_add(&v, "offset", "must be a non-negative integer");
-    if (verr_reply(req, &v)) return false;
-    *limit = arena_printf(&req->arena, "%d", l);
-    *offset = arena_printf(&req->arena, "%d", o);
-    return true;
+    query_paging(req, &v, MENTORING_LIMIT_DEFAULT, MENTORING_LIMIT_MAX, limit, offset);
+    return !verr_reply(req, &v);
 }
 
 void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col)

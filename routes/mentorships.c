@@ -30,8 +30,9 @@
 #include "domain/transitions.h"
 #include "routes/common.h"
 #include "routes/context.h"
-#include "routes/dberr.h"
+#include "routes/dbreq.h"
 #include "routes/mentoring.h"
+#include "routes/page_list.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
 #include "rt/outbox.h"
@@ -62,48 +63,30 @@ static bool valid_mentorship_status(const char *s)
 }
 
 typedef struct list_state {
-    const char *sql;
-    const char *params[6];
-    const char *key; /* page cache key */
+    page_list_t pl;  /* first: render gets it back */
     bool show_notes; /* hidden from teachers */
 } list_state_t;
 
 /* The same members, in the same order, as mentorship_full_json() (0006_mentorships.sql). */
-static void on_list(http_req_t *req, db_result_t *r)
+static long long render_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 800);
-    buf_puts(&b, "{\"data\":[");
+    list_state_t *st = (list_state_t *)pl;
+    (void)req;
+    buf_puts(b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
         if (db_isnull(r, i, MENTORSHIP_LIST_ORG_M_ID)) continue;
-        buf_puts(&b, items++ ? ",{" : "{");
-        mentoring_json_mentorship_members(&b, r, i, MENTORSHIP_LIST_ORG_M_ID, st->show_notes);
-        buf_puts(&b, ",\"coach\":");
-        mentoring_json_user(&b, r, i, MENTORSHIP_LIST_ORG_C_ID);
-        buf_puts(&b, ",\"teacher\":");
-        mentoring_json_user(&b, r, i, MENTORSHIP_LIST_ORG_T_ID);
-        buf_putc(&b, '}');
+        buf_puts(b, items++ ? ",{" : "{");
+        mentoring_json_mentorship_members(b, r, i, MENTORSHIP_LIST_ORG_M_ID, st->show_notes);
+        buf_puts(b, ",\"coach\":");
+        mentoring_json_user(b, r, i, MENTORSHIP_LIST_ORG_C_ID);
+        buf_puts(b, ",\"teacher\":");
+        mentoring_json_user(b, r, i, MENTORSHIP_LIST_ORG_T_ID);
+        buf_putc(b, '}');
     }
-    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}",
+    buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",
                n > 0 ? db_getll(r, 0, MENTORSHIP_LIST_ORG_TOTAL, 0) : 0LL);
-    if (n > 0)
-        page_cache_put(mentoring_mentorship_pages, st->key,
-                       page_row_version(r, MENTORSHIP_LIST_ORG_VERSION), b.data, b.len);
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-}
-
-/* A cached page was found: reuse it when the version is still current, else read afresh. */
-static void on_version(http_req_t *req, db_result_t *r)
-{
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    if (page_cache_reply(mentoring_mentorship_pages, st->key,
-                         page_row_version(r, MENTORING_VERSION_VERSION), req))
-        return;
-    db_req_query(req, st->sql, 6, st->params, on_list);
+    return page_row_version(r, MENTORSHIP_LIST_ORG_VERSION);
 }
 
 static void list_mentorships(http_req_t *req)
@@ -136,8 +119,14 @@ static void list_mentorships(http_req_t *req)
     const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, coach, teacher, limit, offset};
-    memcpy(st->params, params, sizeof(params));
-    st->sql = sql;
+    memcpy(st->pl.params, params, sizeof(params));
+    st->pl.nparams = 6;
+    st->pl.sql = sql;
+    st->pl.cache = mentoring_mentorship_pages;
+    st->pl.version_sql = SQL_MENTORING_VERSION;
+    st->pl.version_param = c->org_id;
+    st->pl.render = render_list;
+    st->pl.reserve = 800;
     st->show_notes = c->role != ROLE_TEACHER;
     /* The visibility class is the statement (with the participant's id in coach / teacher)
      * and whether notes show; the rest is the normalized query. */
@@ -145,13 +134,8 @@ static void list_mentorships(http_req_t *req)
                         : sql == SQL_MENTORSHIP_LIST_COACH ? "coach"
                                                            : "teacher";
     const char *fields[] = {class, c->org_id, status, coach, teacher, limit, offset, show_notes};
-    st->key = page_cache_key(req, 8, fields);
-    req->data = st;
-    if (page_cache_has(mentoring_mentorship_pages, st->key)) {
-        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
-        return;
-    }
-    db_req_query(req, sql, 6, params, on_list);
+    st->pl.key = page_cache_key(req, 8, fields);
+    page_list_reply(req, &st->pl);
 }
 
 /* ---- create ---- */
@@ -159,7 +143,7 @@ static void list_mentorships(http_req_t *req)
 static void on_created(http_req_t *req, db_result_t *r)
 {
     /* mentorships_pair_uniq (23505) -> 409 CONFLICT through routes/dberr.c */
-    if (!dberr_ok_or_reply(req, r, NULL)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *org_ok = db_get(r, 0, MENTORSHIP_CREATE_ORG_OK),
                *coach_ok = db_get(r, 0, MENTORSHIP_CREATE_COACH_OK),
                *teacher_ok = db_get(r, 0, MENTORSHIP_CREATE_TEACHER_OK);
@@ -180,8 +164,8 @@ static void on_created(http_req_t *req, db_result_t *r)
 static void create_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *org = field_str(req, body, "organizationId", &v, true, 1, 64, true);
     const char *coach = field_str(req, body, "coachId", &v, true, 1, 64, true);
@@ -212,27 +196,17 @@ static void create_mentorship(http_req_t *req)
  * not read; false after replying. */
 static void on_get(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_reply(req, r, "Mentorship")) return;
     http_reply_jsonn(req, 200, db_get(r, 0, MENTORSHIP_GET_JSON),
                      db_getlen(r, 0, MENTORSHIP_GET_JSON));
-}
-
-static bool id_param_or_reply(http_req_t *req, const char **id)
-{
-    *id = http_req_param(req, 0);
-    if (!*id || !ids_is_uuid(*id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "The mentorship id must be a UUID");
-        return false;
-    }
-    return true;
 }
 
 static void get_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
     const char *params[] = {id, c->role == ROLE_TEACHER ? "false" : "true"};
     db_req_query(req, SQL_MENTORSHIP_GET, 2, params, on_get);
 }
@@ -335,9 +309,9 @@ static void patch_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     verr_t v = {0};
@@ -366,7 +340,7 @@ static void patch_mentorship(http_req_t *req)
 static void delete_mentorship(http_req_t *req)
 {
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->has_status = true;

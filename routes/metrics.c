@@ -19,6 +19,7 @@
 #include "db/db.h"
 #include "domain/crypto.h"
 #include "domain/roles.h"
+#include "routes/dbreq.h"
 #include "routes/routes.h"
 #include "rt/redis.h"
 #include "rt/streams.h"

@@ -14,6 +14,7 @@
 #include "core/router.h"
 #include "db/db.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 
@@ -54,15 +55,15 @@ static bool token_ok(const char *s)
 
 static void register_on_row(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *inserted = db_get(r, 0, 1);
     reply_db_json(req, inserted && inserted[0] == 't' ? 201 : 200, r);
 }
 
 static void register_token(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     int before = v.n;
     const char *token = field_str(req, body, "token", &v, true, 1, 4096, true);
@@ -81,7 +82,7 @@ static void register_token(http_req_t *req)
 
 static void delete_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *n = PQcmdTuples(r->pg);
     if (!n || strcmp(n, "0") == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "Push token not found");

@@ -22,6 +22,7 @@
 #include "domain/password.h"
 #include "domain/urlcheck.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -114,7 +115,7 @@ static void render_both(http_req_t *req, int (*render)(const char *, const char 
 /* r is NULL when the cooldown skipped the statement. */
 static void forget_on_done(http_req_t *req, db_result_t *r)
 {
-    if (r && db_failed_or_reply(req, r)) return;
+    if (r && !db_ok_or_reply(req, r)) return;
     if (r) outbox_kick();
     http_reply_json(req, 200,
                     "{\"success\":true,\"message\":\"If an account exists for this email, a "
@@ -184,8 +185,8 @@ static void forget_limited(http_req_t *req)
 
 static void forget_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -199,7 +200,7 @@ static void forget_password(http_req_t *req)
 
 static void reset_on_applied(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
@@ -214,9 +215,7 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
 static void hash_work(void *data)
 {
     rec_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->new_password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->new_password, st->hash);
 }
 
 static void reset_on_hashed(http_req_t *req, void *data)
@@ -235,7 +234,7 @@ static void reset_on_hashed(http_req_t *req, void *data)
 
 static void reset_on_check(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
@@ -245,8 +244,8 @@ static void reset_on_check(http_req_t *req, db_result_t *r)
 
 static void reset_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->token = field_str(req, body, "token", &v, true, 1, TOKEN_MAX_LEN, true);
@@ -267,7 +266,7 @@ static void reset_password(http_req_t *req)
 
 static void resend_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     outbox_kick();
     char *body = arena_printf(&req->arena,
                               "{\"success\":true,\"message\":\"If an unverified account exists for "
@@ -299,8 +298,8 @@ done:
 
 static void resend_activation(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -316,7 +315,7 @@ static void resend_activation(http_req_t *req)
 
 static void verify_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *outcome = db_get(r, 0, 0);
     const char *profile_lang = db_get(r, 0, 1);
     const char *callback = req->data;

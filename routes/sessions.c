@@ -38,8 +38,10 @@
 #include "domain/transitions.h"
 #include "domain/validate.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/mentoring.h"
+#include "routes/page_list.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
 #include "rt/events.h"
@@ -104,64 +106,46 @@ static void json_time_member(buf_t *b, const char *key, const db_result_t *r, in
 }
 
 typedef struct list_state {
-    const char *sql;
-    const char *params[8];
-    const char *key; /* page cache key */
+    page_list_t pl;  /* first: render gets it back */
     bool show_notes; /* the mentorship's notes (hidden from teachers) */
 } list_state_t;
 
 /* The same members, in the same order, as session_full_json() (0006_mentorships.sql). */
-static void on_list(http_req_t *req, db_result_t *r)
+static long long render_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 1400);
-    buf_puts(&b, "{\"data\":[");
+    list_state_t *st = (list_state_t *)pl;
+    (void)req;
+    buf_puts(b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
         if (db_isnull(r, i, SESSION_LIST_ORG_ID)) continue;
-        json_str_member(&b, items++ ? ",{\"id\":" : "{\"id\":", r, i, SESSION_LIST_ORG_ID);
-        json_str_member(&b, ",\"mentorshipId\":", r, i, SESSION_LIST_ORG_MENTORSHIP_ID);
-        json_time_member(&b, ",\"scheduledAt\":", r, i, SESSION_LIST_ORG_SCHEDULED_MS);
-        buf_puts(&b, ",\"durationMinutes\":");
-        buf_puts(&b, db_isnull(r, i, SESSION_LIST_ORG_DURATION_MINUTES)
-                         ? "null"
-                         : db_get(r, i, SESSION_LIST_ORG_DURATION_MINUTES));
-        json_str_member(&b, ",\"timezone\":", r, i, SESSION_LIST_ORG_TIMEZONE);
-        json_str_member(&b, ",\"notes\":", r, i, SESSION_LIST_ORG_NOTES);
-        json_str_member(&b, ",\"status\":", r, i, SESSION_LIST_ORG_STATUS);
-        json_str_member(&b, ",\"videoChannel\":", r, i, SESSION_LIST_ORG_VIDEO_CHANNEL);
-        json_time_member(&b, ",\"cancelledAt\":", r, i, SESSION_LIST_ORG_CANCELLED_MS);
-        json_str_member(&b, ",\"cancelledBy\":", r, i, SESSION_LIST_ORG_CANCELLED_BY);
-        json_time_member(&b, ",\"completedAt\":", r, i, SESSION_LIST_ORG_COMPLETED_MS);
-        json_time_member(&b, ",\"createdAt\":", r, i, SESSION_LIST_ORG_CREATED_MS);
-        json_time_member(&b, ",\"updatedAt\":", r, i, SESSION_LIST_ORG_UPDATED_MS);
-        buf_puts(&b, ",\"mentorship\":{");
-        mentoring_json_mentorship_members(&b, r, i, SESSION_LIST_ORG_M_ID, st->show_notes);
-        buf_puts(&b, "},\"coach\":");
-        mentoring_json_user(&b, r, i, SESSION_LIST_ORG_C_ID);
-        buf_puts(&b, ",\"teacher\":");
-        mentoring_json_user(&b, r, i, SESSION_LIST_ORG_T_ID);
-        buf_putc(&b, '}');
+        json_str_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, SESSION_LIST_ORG_ID);
+        json_str_member(b, ",\"mentorshipId\":", r, i, SESSION_LIST_ORG_MENTORSHIP_ID);
+        json_time_member(b, ",\"scheduledAt\":", r, i, SESSION_LIST_ORG_SCHEDULED_MS);
+        buf_puts(b, ",\"durationMinutes\":");
+        buf_puts(b, db_isnull(r, i, SESSION_LIST_ORG_DURATION_MINUTES)
+                        ? "null"
+                        : db_get(r, i, SESSION_LIST_ORG_DURATION_MINUTES));
+        json_str_member(b, ",\"timezone\":", r, i, SESSION_LIST_ORG_TIMEZONE);
+        json_str_member(b, ",\"notes\":", r, i, SESSION_LIST_ORG_NOTES);
+        json_str_member(b, ",\"status\":", r, i, SESSION_LIST_ORG_STATUS);
+        json_str_member(b, ",\"videoChannel\":", r, i, SESSION_LIST_ORG_VIDEO_CHANNEL);
+        json_time_member(b, ",\"cancelledAt\":", r, i, SESSION_LIST_ORG_CANCELLED_MS);
+        json_str_member(b, ",\"cancelledBy\":", r, i, SESSION_LIST_ORG_CANCELLED_BY);
+        json_time_member(b, ",\"completedAt\":", r, i, SESSION_LIST_ORG_COMPLETED_MS);
+        json_time_member(b, ",\"createdAt\":", r, i, SESSION_LIST_ORG_CREATED_MS);
+        json_time_member(b, ",\"updatedAt\":", r, i, SESSION_LIST_ORG_UPDATED_MS);
+        buf_puts(b, ",\"mentorship\":{");
+        mentoring_json_mentorship_members(b, r, i, SESSION_LIST_ORG_M_ID, st->show_notes);
+        buf_puts(b, "},\"coach\":");
+        mentoring_json_user(b, r, i, SESSION_LIST_ORG_C_ID);
+        buf_puts(b, ",\"teacher\":");
+        mentoring_json_user(b, r, i, SESSION_LIST_ORG_T_ID);
+        buf_putc(b, '}');
     }
-    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}",
+    buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",
                n > 0 ? db_getll(r, 0, SESSION_LIST_ORG_TOTAL, 0) : 0LL);
-    if (n > 0)
-        page_cache_put(mentoring_session_pages, st->key,
-                       page_row_version(r, SESSION_LIST_ORG_VERSION), b.data, b.len);
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-}
-
-/* A cached page was found: reuse it when the version is still current, else read afresh. */
-static void on_version(http_req_t *req, db_result_t *r)
-{
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    if (page_cache_reply(mentoring_session_pages, st->key,
-                         page_row_version(r, MENTORING_VERSION_VERSION), req))
-        return;
-    db_req_query(req, st->sql, 8, st->params, on_list);
+    return page_row_version(r, SESSION_LIST_ORG_VERSION);
 }
 
 static void list_sessions(http_req_t *req)
@@ -191,8 +175,14 @@ static void list_sessions(http_req_t *req)
     const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, mentorship, from, to, limit, offset, who};
-    memcpy(st->params, params, sizeof(params));
-    st->sql = sql;
+    memcpy(st->pl.params, params, sizeof(params));
+    st->pl.nparams = 8;
+    st->pl.sql = sql;
+    st->pl.cache = mentoring_session_pages;
+    st->pl.version_sql = SQL_MENTORING_VERSION;
+    st->pl.version_param = c->org_id;
+    st->pl.render = render_list;
+    st->pl.reserve = 1400;
     st->show_notes = c->role != ROLE_TEACHER;
     /* The visibility class is the statement, the participant (who) and whether notes show;
      * the rest is the normalized query (from / to as normalized ISO text). */
@@ -201,13 +191,8 @@ static void list_sessions(http_req_t *req)
                                                         : "teacher";
     const char *fields[] = {class, c->org_id, status, mentorship, from,
                             to,    limit,     offset, show_notes, who};
-    st->key = page_cache_key(req, 10, fields);
-    req->data = st;
-    if (page_cache_has(mentoring_session_pages, st->key)) {
-        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
-        return;
-    }
-    db_req_query(req, sql, 8, params, on_list);
+    st->pl.key = page_cache_key(req, 10, fields);
+    page_list_reply(req, &st->pl);
 }
 
 /* ---- create ---- */
@@ -297,22 +282,10 @@ static const char *field_duration(http_req_t *req, json_t *body, verr_t *v)
     return arena_printf(&req->arena, "%d", (int)json_integer_value(j));
 }
 
-static const char *field_timezone(http_req_t *req, json_t *body, verr_t *v)
-{
-    int before = v->n;
-    const char *s = field_str(req, body, "timezone", v, false, 1, VALIDATE_TZ_MAX, true);
-    if (!s || v->n != before) return NULL;
-    if (!validate_is_timezone(s)) {
-        verr_add(v, "timezone", "must be an IANA time zone");
-        return NULL;
-    }
-    return s;
-}
-
 static void create_session(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     create_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     verr_t v = {0};
     st->mentorship_id = field_str(req, body, "mentorshipId", &v, true, 1, 64, true);
@@ -322,7 +295,7 @@ static void create_session(http_req_t *req)
     }
     st->scheduled_at = field_future_time(req, body, &v, true);
     st->duration = field_duration(req, body, &v);
-    st->timezone = field_timezone(req, body, &v);
+    st->timezone = field_timezone(req, body, "timezone", &v, false);
     st->notes = field_str(req, body, "notes", &v, false, 0, 2000, false);
     if (verr_reply(req, &v)) return;
     if (!st->duration) st->duration = "60";
@@ -337,21 +310,11 @@ static void create_session(http_req_t *req)
 
 /* ---- get ---- */
 
-static bool session_id_or_reply(http_req_t *req, const char **id)
-{
-    *id = http_req_param(req, 0);
-    if (!*id || !ids_is_uuid(*id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "The session id must be a UUID");
-        return false;
-    }
-    return true;
-}
-
 /* 404 / 403 for a session whose organization, coach and teacher are in columns 0..2; managers
  * of the organization and both participants may read it. */
 static void get_on_loaded(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_reply(req, r, "Session")) return;
     http_reply_jsonn(req, 200, db_get(r, 0, SESSION_GET_JSON), db_getlen(r, 0, SESSION_GET_JSON));
 }
@@ -360,7 +323,7 @@ static void get_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     const char *params[] = {id, c->role == ROLE_TEACHER ? "false" : "true"};
     db_req_query(req, SQL_SESSION_GET, 2, params, get_on_loaded);
 }
@@ -482,9 +445,9 @@ static void patch_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     verr_t v = {0};
@@ -494,7 +457,7 @@ static void patch_session(http_req_t *req)
     refuse_null(body, "status", &v);
     st->scheduled_at = field_future_time(req, body, &v, false);
     st->duration = field_duration(req, body, &v);
-    st->timezone = field_timezone(req, body, &v);
+    st->timezone = field_timezone(req, body, "timezone", &v, false);
     st->has_notes = json_has(body, "notes");
     st->notes = field_str(req, body, "notes", &v, false, 0, 2000, false);
     int before = v.n;
@@ -521,7 +484,7 @@ static void patch_session(http_req_t *req)
 static void delete_session(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->is_delete = true;
@@ -534,7 +497,7 @@ static void delete_session(http_req_t *req)
 static void video_on_loaded(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_reply(req, r, "Session")) return;
     const char *channel = db_get(r, 0, SESSION_GET_VIDEO_CHANNEL);
     if (!channel || !*channel) {
@@ -577,7 +540,7 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
 static void video_token(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     const char *params[] = {id, "false"};
     db_req_query(req, SQL_SESSION_GET, 2, params, video_on_loaded);
 }
@@ -593,7 +556,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
 {
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_reply(req, r, "Session")) return;
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"emoji\":");
@@ -613,9 +576,9 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
 static void react(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     react_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     json_t *e = json_object_get(body, "emoji");

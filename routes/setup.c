@@ -20,6 +20,7 @@
 #include "domain/password.h"
 #include "domain/text.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
@@ -57,9 +58,7 @@ static void on_locked(http_req_t *req, txreq_t *t, db_result_t *res)
 static void hash_work(void *data)
 {
     setup_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void on_hashed(http_req_t *req, void *data)
@@ -77,7 +76,7 @@ static void on_hashed(http_req_t *req, void *data)
 
 static void on_initialized(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *done = db_get(r, 0, SETUP_INITIALIZED_INITIALIZED);
     if (done && done[0] == 't') {
         http_reply_error(req, 409, "CONFLICT", "The platform is already initialized");
@@ -93,8 +92,8 @@ static void first_run_limited(http_req_t *req)
 
 static void first_run(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     setup_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);

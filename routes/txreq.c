@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "routes/dberr.h"
-
 static void on_begin(db_tx_t *tx, db_result_t *r, void *data);
 static void on_step(db_result_t *r, void *data);
 static void on_commit(db_result_t *r, void *data);
@@ -37,7 +35,7 @@ static void step_end(txreq_t *t)
         txreq_rollback(t);
     } else if (failed) {
         txreq_rollback(t);
-        dberr_ok_or_reply(req, &fail, t->fail_text);
+        db_ok_or_reply_as(req, &fail, t->fail_text);
     } else {
         t->cb(req, t, res);
     }
@@ -184,11 +182,11 @@ void txreq_rollback(txreq_t *t)
     t->tx = NULL;
 }
 
-bool txreq_failed_or_reply(txreq_t *t, const db_result_t *r)
+bool txreq_ok_or_reply(txreq_t *t, const db_result_t *r)
 {
-    if (r->ok) return false;
+    if (r->ok) return true;
     txreq_rollback(t);
-    return db_failed_or_reply(t->req, r);
+    return db_ok_or_reply(t->req, r);
 }
 
 void txreq_error(txreq_t *t, int status, const char *code, const char *message)

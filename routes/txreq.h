@@ -25,6 +25,7 @@
 
 #include "core/http.h"
 #include "db/db.h"
+#include "routes/dbreq.h"
 
 #define TXREQ_MAX_STMTS 4
 
@@ -68,11 +69,11 @@ void txreq_rollback(txreq_t *t);
 /* ---- step by step (one callback per statement) ---- */
 
 /* Starts the transaction; cb gets the BEGIN result (on failure, reply with
- * txreq_failed_or_reply, which has nothing to roll back). */
+ * txreq_ok_or_reply, which has nothing to roll back). */
 void txreq_begin(txreq_t *t, http_req_t *req, db_req_cb cb);
 /* Runs one statement in the transaction. */
 void txreq_query(txreq_t *t, const char *sql, int nparams, const char *const *values, db_req_cb cb);
 /* Commits; cb gets the COMMIT result (a failed commit has already rolled back). */
 void txreq_commit(txreq_t *t, db_req_cb cb);
-/* Like db_failed_or_reply(), and rolls back when it replies. */
-bool txreq_failed_or_reply(txreq_t *t, const db_result_t *r);
+/* Like db_ok_or_reply(), and rolls back when it replies (returns false). */
+bool txreq_ok_or_reply(txreq_t *t, const db_result_t *r);

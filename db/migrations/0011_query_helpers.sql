@@ -34,3 +34,48 @@ SELECT s.id, s.mentorship_id, epoch_ms(s.scheduled_at) AS scheduled_ms, s.durati
        ml.*
 FROM mentorship_sessions s
 JOIN mentorship_list_rows ml ON ml.m_id = s.mentorship_id;
+
+-- The Organization resource of INTERFACE.md.
+CREATE FUNCTION organization_json(o organizations) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object('id', o.id, 'name', o.name, 'description', o.description,
+        'logoUrl', o.logo_url, 'status', o.status, 'settings', o.settings,
+        'defaultTimezone', o.default_timezone, 'createdAt', iso(o.created_at),
+        'updatedAt', iso(o.updated_at));
+
+-- The membership answer of POST / PATCH / DELETE /api/organizations/:id/users: the time member
+-- is named ts_key ('joinedAt' or 'updatedAt').
+CREATE FUNCTION membership_json(m organization_memberships, ts_key text, ts timestamptz)
+    RETURNS json LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object('organizationId', m.organization_id, 'userId', m.user_id,
+        'roleInOrganization', m.role_in_organization, 'isPrimary', m.is_primary,
+        'membershipStatus', m.membership_status, ts_key, iso(ts));
+
+-- The caller's standing in an organization: one row when it exists, with the caller's active
+-- role there (NULL when not an active member). Inlined by the planner.
+CREATE FUNCTION organization_access(org uuid, caller text)
+    RETURNS TABLE (org_id uuid, my_role text) LANGUAGE sql STABLE AS $$
+    SELECT o.id, (SELECT m.role_in_organization FROM organization_memberships m
+                  WHERE m.organization_id = o.id AND m.user_id = caller
+                    AND m.membership_status = 'active')
+    FROM organizations o WHERE o.id = org
+$$;
+
+-- Which memberships a member-list reader sees, by visibility class ('all' for admins, else the
+-- reader's role): a Manager sees everyone but OrganizationAdmins, a Coach the active Teachers.
+CREATE FUNCTION member_visible(v text, role text, status text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT v = 'all' OR (v = 'Manager' AND role <> 'OrganizationAdmin')
+        OR (v = 'Coach' AND role = 'Teacher' AND status = 'active')
+$$;
+
+-- `role` of a user as others see it: the global role, else the role in the reader's active
+-- organization, else the role in the user's own current organization.
+CREATE FUNCTION user_role_seen(u users, org uuid) RETURNS text
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN COALESCE(u.global_role,
+        (SELECT x.role_in_organization FROM organization_memberships x
+         WHERE x.user_id = u.id AND x.organization_id = org),
+        (SELECT x.role_in_organization FROM organization_memberships x
+         WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id
+           AND x.membership_status = 'active'));

@@ -1,9 +1,39 @@
-/* Database errors as API answers (see dberr.h). */
-#include "routes/dberr.h"
+/* Request-scoped queries and database errors as API answers (see dbreq.h). */
+#include "routes/dbreq.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
+
+typedef struct req_query {
+    http_req_t *req;
+    db_req_cb cb;
+} req_query_t;
+
+static void on_req_query(db_result_t *r, void *data);
+
+static void on_req_query(db_result_t *r, void *data)
+{
+    req_query_t *q = data;
+    http_req_t *req = q->req;
+    db_req_cb cb = q->cb;
+    free(q);
+    /* A client that went away gets nothing; the result is dropped with the reference. */
+    if (!http_req_gone(req)) cb(req, r);
+    http_req_unref(req);
+}
+
+void db_req_query(http_req_t *req, const char *sql, int nparams, const char *const *values,
+                  db_req_cb cb)
+{
+    req_query_t *q = xmalloc(sizeof *q);
+    q->req = req;
+    q->cb = cb;
+    http_req_ref(req);
+    db_query(sql, nparams, values, on_req_query, q);
+}
 
 /* Constraint names are those of db/migrations/. */
 static const dberr_row_t rows[] = {
@@ -29,7 +59,7 @@ const dberr_row_t *dberr_find(const db_result_t *r)
     return NULL;
 }
 
-bool dberr_ok_or_reply(http_req_t *req, const db_result_t *r, const char *what_failed)
+bool db_ok_or_reply_as(http_req_t *req, const db_result_t *r, const char *what_failed)
 {
     if (r->ok) return true;
     const dberr_row_t *row = dberr_find(r);
@@ -46,4 +76,9 @@ bool dberr_ok_or_reply(http_req_t *req, const db_result_t *r, const char *what_f
         http_reply_error(req, 500, "INTERNAL", what_failed ? what_failed : "internal error");
     }
     return false;
+}
+
+bool db_ok_or_reply(http_req_t *req, const db_result_t *r)
+{
+    return db_ok_or_reply_as(req, r, NULL);
 }
