@@ -258,12 +258,12 @@ void cookie_clear_session(http_req_t *req)
 
 void reply_db_json(http_req_t *req, int status, const struct db_result *r)
 {
-    const char *json = db_get(r, 0, 0);
+    const char *json = db_get(r, 0, REPLY_DB_JSON_COL);
     if (!json) {
         http_reply_error(req, 500, "INTERNAL", "Internal error");
         return;
     }
-    http_reply_jsonn(req, status, json, db_getlen(r, 0, 0));
+    http_reply_jsonn(req, status, json, db_getlen(r, 0, REPLY_DB_JSON_COL));
 }
 
 typedef struct limit_state {

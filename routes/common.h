@@ -74,7 +74,9 @@ void split_name(http_req_t *req, const char *name, const char **first, const cha
 void cookie_set_session(http_req_t *req, const char *token);
 void cookie_clear_session(http_req_t *req);
 
-/* Replies with a JSON document produced by PostgreSQL (column 0 of row 0). */
+/* Replies with a JSON document produced by PostgreSQL: row 0, column REPLY_DB_JSON_COL (every
+ * statement answered this way selects its document first, as `json`). */
+#define REPLY_DB_JSON_COL 0
 struct db_result;
 void reply_db_json(http_req_t *req, int status, const struct db_result *r);
 

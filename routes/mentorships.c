@@ -119,14 +119,8 @@ static void list_mentorships(http_req_t *req)
     const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, coach, teacher, limit, offset};
-    memcpy(st->pl.params, params, sizeof(params));
-    st->pl.nparams = 6;
-    st->pl.sql = sql;
-    st->pl.cache = mentoring_mentorship_pages;
-    st->pl.version_sql = SQL_MENTORING_VERSION;
-    st->pl.version_param = c->org_id;
-    st->pl.render = render_list;
-    st->pl.reserve = 800;
+    page_list_init(&st->pl, mentoring_mentorship_pages, sql, 6, params, SQL_MENTORING_VERSION,
+                   c->org_id, render_list, 800);
     st->show_notes = c->role != ROLE_TEACHER;
     /* The visibility class is the statement (with the participant's id in coach / teacher)
      * and whether notes show; the rest is the normalized query. */

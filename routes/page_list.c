@@ -1,6 +1,8 @@
 /* The cached list-page flow (see page_list.h). */
 #include "routes/page_list.h"
 
+#include <stdlib.h>
+
 #include "routes/dbreq.h"
 
 static void on_rows(http_req_t *req, db_result_t *r)
@@ -24,6 +26,22 @@ static void on_version(http_req_t *req, db_result_t *r)
     if (page_cache_reply(pl->cache, pl->key, page_row_version(r, PAGE_LIST_VERSION_COL), req))
         return;
     db_req_query(req, pl->sql, pl->nparams, pl->params, on_rows);
+}
+
+void page_list_init(page_list_t *pl, page_cache_t *cache, const char *sql, int nparams,
+                    const char *const *params, const char *version_sql, const char *version_param,
+                    page_list_render render, size_t reserve)
+{
+    if (nparams > PAGE_LIST_MAX_PARAMS) abort(); /* a route's constant, never client input */
+    pl->cache = cache;
+    pl->sql = sql;
+    pl->nparams = nparams;
+    for (int i = 0; i < nparams; i++)
+        pl->params[i] = params[i];
+    pl->version_sql = version_sql;
+    pl->version_param = version_param;
+    pl->render = render;
+    pl->reserve = reserve;
 }
 
 void page_list_reply(http_req_t *req, page_list_t *pl)

@@ -37,6 +37,13 @@ struct page_list {
     void *ctx;      /* the route's own state */
 };
 
+/* Fills pl: the cache, the list statement and its parameters (copied; at most
+ * PAGE_LIST_MAX_PARAMS), the version statement and its one parameter, the renderer and the
+ * bytes to reserve per row. The key is set by the caller. */
+void page_list_init(page_list_t *pl, page_cache_t *cache, const char *sql, int nparams,
+                    const char *const *params, const char *version_sql, const char *version_param,
+                    page_list_render render, size_t reserve);
+
 /* Answers the list request (200 with the page, or the database error). pl lives in the
  * request arena; params are copied into it. */
 void page_list_reply(http_req_t *req, page_list_t *pl);

@@ -175,14 +175,8 @@ static void list_sessions(http_req_t *req)
     const char *show_notes = c->role == ROLE_TEACHER ? "false" : "true";
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *params[] = {c->org_id, status, mentorship, from, to, limit, offset, who};
-    memcpy(st->pl.params, params, sizeof(params));
-    st->pl.nparams = 8;
-    st->pl.sql = sql;
-    st->pl.cache = mentoring_session_pages;
-    st->pl.version_sql = SQL_MENTORING_VERSION;
-    st->pl.version_param = c->org_id;
-    st->pl.render = render_list;
-    st->pl.reserve = 1400;
+    page_list_init(&st->pl, mentoring_session_pages, sql, 8, params, SQL_MENTORING_VERSION,
+                   c->org_id, render_list, 1400);
     st->show_notes = c->role != ROLE_TEACHER;
     /* The visibility class is the statement, the participant (who) and whether notes show;
      * the rest is the normalized query (from / to as normalized ISO text). */

@@ -544,16 +544,10 @@ static void list_users(http_req_t *req)
         page_list_t *pl = arena_calloc(&req->arena, sizeof(*pl));
         const char *params[] = {
             search, status, role, lim, off, c->org_id, c->org_role == ROLE_MANAGER ? "t" : "f"};
-        memcpy(pl->params, params, sizeof(params));
-        pl->nparams = 7;
-        pl->sql = search ? SQL_USER_LIST_ORG_SEARCH : SQL_USER_LIST_ORG;
+        page_list_init(pl, &org_list_pages, search ? SQL_USER_LIST_ORG_SEARCH : SQL_USER_LIST_ORG,
+                       7, params, SQL_USER_LIST_ORG_VERSION, c->org_id, render_org_list, 400);
         /* params[6] is the visibility class; the rest is the normalized query. */
         pl->key = page_cache_key(req, 7, params);
-        pl->cache = &org_list_pages;
-        pl->version_sql = SQL_USER_LIST_ORG_VERSION;
-        pl->version_param = c->org_id;
-        pl->render = render_org_list;
-        pl->reserve = 400;
         page_list_reply(req, pl);
     }
 }

@@ -79,3 +79,14 @@ CREATE FUNCTION user_role_seen(u users, org uuid) RETURNS text
         (SELECT x.role_in_organization FROM organization_memberships x
          WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id
            AND x.membership_status = 'active'));
+
+-- A mail outbox payload in the recipient's language: the Spanish texts when lang is 'es',
+-- else the English ones.
+CREATE FUNCTION mail_in_language(recipient text, lang text, en_subject text, en_text text,
+                                 en_html text, es_subject text, es_text text, es_html text)
+    RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN lang = 'es'
+                THEN jsonb_build_object('to', recipient, 'subject', es_subject,
+                                        'text', es_text, 'html', es_html)
+                ELSE jsonb_build_object('to', recipient, 'subject', en_subject,
+                                        'text', en_text, 'html', en_html) END;
