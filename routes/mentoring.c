@@ -144,6 +144,15 @@ done:
     return result;
 }
 
+void mentoring_write_then(txreq_t *t, const char *sql, int nparams, const char *const *params,
+                          const char *notices, txreq_cb done)
+{
+    const char *notice_params[] = {notices};
+    txreq_stmt_t writes[] = {{sql, nparams, params},
+                             {SQL_MENTORING_QUEUE_NOTICES, 1, notice_params}};
+    txreq_write(t, writes, notices ? 2 : 1, done);
+}
+
 void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id,
                                       const char *coach_id, const char *teacher_id)
 {

@@ -12,6 +12,7 @@
 #include "db/q_mentoring.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
+#include "routes/txreq.h"
 
 #define MENTORING_LIMIT_DEFAULT 50
 #define MENTORING_LIMIT_MAX 200
@@ -83,7 +84,12 @@ const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
                                      const char *recipients);
 
 /* SQL_MENTORING_QUEUE_NOTICES (db/queries/mentoring.sql) queues what this returns; run it in
- * the transaction of the change and call outbox_kick() after commit. */
+ * the transaction of the change (mentoring_write_then) and call outbox_kick() after commit. */
+
+/* The write step of a mentorship or session change (routes/txreq.h): the statement, then the
+ * notices (when not NULL) queued in the outbox, then COMMIT, then done(). */
+void mentoring_write_then(txreq_t *t, const char *sql, int nparams, const char *const *params,
+                          const char *notices, txreq_cb done);
 
 /* Publishes session-update {action: "updated", mentorshipId} on the mentorship's channel and to
  * the coach's and teacher's user streams. Call after commit. */

@@ -281,10 +281,7 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
                             c->user_id,
                             c->role == ROLE_TEACHER ? "false" : "true",
                             ending ? "true" : "false"};
-    const char *notices[] = {st->notices};
-    txreq_stmt_t writes[] = {{SQL_MENTORSHIP_UPDATE, 11, update},
-                             {SQL_MENTORING_QUEUE_NOTICES, 1, notices}};
-    txreq_write(t, writes, st->notices ? 2 : 1, upd_done);
+    mentoring_write_then(t, SQL_MENTORSHIP_UPDATE, 11, update, st->notices, upd_done);
 }
 
 /* Locks the mentorship; a request that ends it also locks and reads its open sessions, after

@@ -239,10 +239,7 @@ static void create_decide(http_req_t *req, txreq_t *t, db_result_t *res)
                                            db_get(res, 0, SESSION_CREATE_LOCK_NOTICES));
     const char *insert[] = {st->id,       st->mentorship_id, st->scheduled_at,
                             st->duration, st->timezone,      st->notes};
-    const char *notices[] = {st->notices};
-    txreq_stmt_t writes[] = {{SQL_SESSION_INSERT, 6, insert},
-                             {SQL_MENTORING_QUEUE_NOTICES, 1, notices}};
-    txreq_write(t, writes, st->notices ? 2 : 1, create_done);
+    mentoring_write_then(t, SQL_SESSION_INSERT, 6, insert, st->notices, create_done);
 }
 
 /* scheduledAt: ISO 8601 in the future. NULL (and a failure recorded) otherwise. */
@@ -414,10 +411,7 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
     const char *update[] = {
         st->id,    st->scheduled_at, st->duration, st->timezone, st->has_notes ? "true" : "false",
         st->notes, st->status,       c->user_id,   show};
-    const char *notices[] = {st->notices};
-    txreq_stmt_t writes[] = {{SQL_SESSION_UPDATE, 9, update},
-                             {SQL_MENTORING_QUEUE_NOTICES, 1, notices}};
-    txreq_write(t, writes, st->notices ? 2 : 1, upd_done);
+    mentoring_write_then(t, SQL_SESSION_UPDATE, 9, update, st->notices, upd_done);
 }
 
 static void upd_start(http_req_t *req, upd_state_t *st)

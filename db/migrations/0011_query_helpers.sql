@@ -90,3 +90,14 @@ CREATE FUNCTION mail_in_language(recipient text, lang text, en_subject text, en_
                                         'text', es_text, 'html', es_html)
                 ELSE jsonb_build_object('to', recipient, 'subject', en_subject,
                                         'text', en_text, 'html', en_html) END;
+
+-- The answer of sign-up and sign-in: the user and the new session.
+CREATE FUNCTION auth_session_json(u users, s sessions) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object(
+        'user', json_build_object('id', u.id, 'email', u.email,
+                                  'name', concat_ws(' ', u.first_name, u.last_name),
+                                  'emailVerified', u.email_verified,
+                                  'createdAt', iso(u.created_at)),
+        'session', json_build_object('id', s.id, 'userId', s.user_id,
+                                     'expiresAt', iso(s.expires_at)));

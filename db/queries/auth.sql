@@ -10,12 +10,12 @@ WITH u AS (
     INSERT INTO users (id, email, first_name, last_name, preferred_language)
     VALUES ($1, $2, $3, $4, $5)
     ON CONFLICT (email) DO NOTHING
-    RETURNING id, email, first_name, last_name, email_verified, created_at),
+    RETURNING *),
 a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),
 s AS (
     INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)
     SELECT $7, id, $8, now() + interval '7 days', $9, $10 FROM u
-    RETURNING id, user_id, expires_at),
+    RETURNING *),
 v AS (
     INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)
     SELECT $11, 'email_verify', id, $12, now() + interval '24 hours' FROM u),
@@ -24,13 +24,7 @@ o AS (
     SELECT 'mail', jsonb_build_object('to', email, 'subject', $13::text, 'text', $14::text,
                                       'html', $15::text)
     FROM u)
-SELECT json_build_object(
-           'user', json_build_object('id', u.id, 'email', u.email,
-                                     'name', concat_ws(' ', u.first_name, u.last_name),
-                                     'emailVerified', u.email_verified,
-                                     'createdAt', iso(u.created_at)),
-           'session', json_build_object('id', s.id, 'userId', s.user_id,
-                                        'expiresAt', iso(s.expires_at))) AS json
+SELECT auth_session_json(u::users, s::sessions) AS json
 FROM u, s;
 
 -- name: auth_sign_in_lookup
@@ -46,14 +40,8 @@ WHERE u.email = $1;
 WITH s AS (
     INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)
     VALUES ($1, $2, $3, now() + interval '7 days', $4, $5)
-    RETURNING id, user_id, expires_at)
-SELECT json_build_object(
-           'user', json_build_object('id', u.id, 'email', u.email,
-                                     'name', concat_ws(' ', u.first_name, u.last_name),
-                                     'emailVerified', u.email_verified,
-                                     'createdAt', iso(u.created_at)),
-           'session', json_build_object('id', s.id, 'userId', s.user_id,
-                                        'expiresAt', iso(s.expires_at))) AS json
+    RETURNING *)
+SELECT auth_session_json(u, s::sessions) AS json
 FROM s JOIN users u ON u.id = s.user_id;
 
 -- name: auth_sign_out
