@@ -8,8 +8,9 @@ static void json_release(void *p)
     json_decref((json_t *)p);
 }
 
-json_t *json_body_or_reply(http_req_t *req)
+bool json_body_ok_or_reply(http_req_t *req, json_t **body)
 {
+    *body = NULL;
     json_t *root;
     if (!req->body || req->body_len == 0) {
         root = json_object();
@@ -19,15 +20,16 @@ json_t *json_body_or_reply(http_req_t *req)
         root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &err);
         if (!root) {
             http_reply_error(req, 400, "VALIDATION_ERROR", "Malformed JSON body");
-            return NULL;
+            return false;
         }
     }
     arena_on_free(&req->arena, json_release, root);
     if (!json_is_object(root)) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "Request body must be a JSON object");
-        return NULL;
+        return false;
     }
-    return root;
+    *body = root;
+    return true;
 }
 
 const char *json_get_str(const json_t *obj, const char *key)

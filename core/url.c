@@ -1,6 +1,7 @@
 /* Request-line and header parsing helpers; pure, tested in tests/unit/core. */
 #include "core/url.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/checked.h"
@@ -14,20 +15,19 @@ static int hexval(char c)
     return -1;
 }
 
-char *url_decode(arena_t *a, const char *s, size_t n, bool plus_space)
+/* Percent-decodes s[0..n) into out (n + 1 bytes); false when an escape is malformed or decodes
+ * to NUL. */
+static bool decode_into(char *out, const char *s, size_t n, bool plus_space)
 {
-    size_t bytes;
-    if (!size_add(n, 1, &bytes)) xoverflow("url_decode");
-    char *out = arena_alloc(a, bytes);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '%') {
-            if (i + 2 >= n) return NULL;
+            if (i + 2 >= n) return false;
             int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-            if (hi < 0 || lo < 0) return NULL;
+            if (hi < 0 || lo < 0) return false;
             c = (char)(hi * 16 + lo);
-            if (c == '\0') return NULL;
+            if (c == '\0') return false;
             i += 2;
         } else if (c == '+' && plus_space) {
             c = ' ';
@@ -35,7 +35,79 @@ char *url_decode(arena_t *a, const char *s, size_t n, bool plus_space)
         out[j++] = c;
     }
     out[j] = '\0';
-    return out;
+    return true;
+}
+
+char *url_decode(arena_t *a, const char *s, size_t n, bool plus_space)
+{
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("url_decode");
+    char *out = arena_alloc(a, bytes);
+    return decode_into(out, s, n, plus_space) ? out : NULL;
+}
+
+/* A malloc'd percent-decoded copy, or NULL when malformed. */
+static char *decode_dup(const char *s, size_t n)
+{
+    size_t bytes;
+    if (!size_add(n, 1, &bytes)) xoverflow("url_parse");
+    char *out = xmalloc(bytes);
+    if (decode_into(out, s, n, false)) return out;
+    free(out);
+    return NULL;
+}
+
+void url_parts_free(url_parts_t *u)
+{
+    free(u->user);
+    free(u->pass);
+    free(u->host);
+    memset(u, 0, sizeof(*u));
+}
+
+int url_parse(const char *url, const char *scheme, url_parts_t *u)
+{
+    memset(u, 0, sizeof(*u));
+    size_t sl = strlen(scheme);
+    if (strncmp(url, scheme, sl) != 0 || strncmp(url + sl, "://", 3) != 0) return -1;
+    const char *p = url + sl + 3;
+    const char *slash = strchr(p, '/');
+    if (!slash) slash = p + strlen(p);
+    const char *at = memchr(p, '@', (size_t)(slash - p));
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (colon) {
+            if (colon > p && !(u->user = decode_dup(p, (size_t)(colon - p)))) goto bad;
+            if (!(u->pass = decode_dup(colon + 1, (size_t)(at - colon - 1)))) goto bad;
+        } else if (!(u->pass = decode_dup(p, (size_t)(at - p)))) { /* scheme://password@host */
+            goto bad;
+        }
+        p = at + 1;
+    }
+    const char *hend;
+    if (*p == '[') {
+        hend = memchr(p, ']', (size_t)(slash - p));
+        if (!hend) goto bad;
+        u->host = xstrndup(p + 1, (size_t)(hend - p - 1));
+        hend++;
+    } else {
+        hend = memchr(p, ':', (size_t)(slash - p));
+        if (!hend) hend = slash;
+        u->host = xstrndup(p, (size_t)(hend - p));
+    }
+    if (*hend == ':') {
+        char *end;
+        long port = strtol(hend + 1, &end, 10);
+        if (end != slash || end == hend + 1 || port < 1 || port > 65535) goto bad;
+        u->port = (int)port;
+    } else if (hend != slash) {
+        goto bad;
+    }
+    u->path = slash;
+    return 0;
+bad:
+    url_parts_free(u);
+    return -1;
 }
 
 const char *url_query_get(arena_t *a, const char *query, const char *name)

@@ -13,21 +13,21 @@
  * All values are text format; NULL entries are SQL NULL.
  *
  * Callbacks always fire exactly once, from the loop, never from inside the call that queued the
- * query. The result is freed right after the callback returns.
+ * query. The result is freed right after the callback returns, unless the callback took it
+ * with db_result_take.
  */
 #pragma once
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <uv.h>
 
-#include "core/http.h"
-
 typedef struct db_result {
-    PGresult *pg;         /* NULL when the query never ran (connection lost, queue full) */
-    bool ok;              /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
-    bool conn_lost;       /* connection failure or pool unavailable: answer 503 */
-    const char *sqlstate; /* e.g. "23505" (unique_violation); NULL when none */
-    const char *error;    /* message for logs only, never for clients */
+    PGresult *pg;           /* NULL when the query never ran (connection lost, queue full) */
+    bool ok;                /* PGRES_COMMAND_OK or PGRES_TUPLES_OK */
+    bool conn_lost;         /* connection failure or pool unavailable: answer 503 */
+    const char *sqlstate;   /* e.g. "23505" (unique_violation); NULL when none */
+    const char *constraint; /* the constraint an integrity error names; NULL when none */
+    const char *error;      /* message for logs only, never for clients */
 } db_result_t;
 
 typedef void (*db_cb)(db_result_t *r, void *data);
@@ -68,17 +68,9 @@ const char *db_get(const db_result_t *r, int row, int col); /* NULL for SQL NULL
 size_t db_getlen(const db_result_t *r, int row, int col);
 bool db_isnull(const db_result_t *r, int row, int col);
 long long db_getll(const db_result_t *r, int row, int col, long long def);
-
-/* Request-scoped variants: take a reference on req for the query's lifetime; the callback runs
- * only while the client is still there (when it has gone, the result is dropped, an open
- * transaction is rolled back, and the reference released). */
-typedef void (*db_req_cb)(http_req_t *req, db_result_t *r);
-void db_req_query(http_req_t *req, const char *sql, int nparams, const char *const *values,
-                  db_req_cb cb);
-
-/* If r failed: replies 503 UNAVAILABLE (conn_lost) or 500 INTERNAL (anything else, logged with
- * the request id) and returns true. Returns false when r is ok. */
-bool db_failed_or_reply(http_req_t *req, const db_result_t *r);
+/* Inside a callback: takes the PGresult out of r (r->pg becomes NULL), so it outlives the
+ * callback; the caller frees it with PQclear. */
+PGresult *db_result_take(db_result_t *r);
 
 /* Migrations: the one synchronous path, run before the listener opens. Applies the numbered
  * SQL files, embedded into the binary at build time from

@@ -822,6 +822,7 @@ static void job_deliver(db_job_t *job)
     r.ok = job_result_ok(job);
     r.sqlstate = job->sqlstate;
     if (!r.sqlstate && job->res) r.sqlstate = PQresultErrorField(job->res, PG_DIAG_SQLSTATE);
+    if (job->res && !r.ok) r.constraint = PQresultErrorField(job->res, PG_DIAG_CONSTRAINT_NAME);
     r.error = job->error;
     if (!r.error && job->res && !r.ok) {
         r.error = PQresultErrorField(job->res, PG_DIAG_MESSAGE_PRIMARY);
@@ -836,6 +837,7 @@ static void job_deliver(db_job_t *job)
     case JOB_QUERY:
     case JOB_COMMIT:
         if (job->cb) job->cb(&r, job->data);
+        if (!r.pg) job->res = NULL; /* taken by the callback (db_result_take) */
         break;
     case JOB_BEGIN:
         if (job->tx_cb) job->tx_cb(r.ok ? tx : NULL, &r, job->data);
@@ -1112,6 +1114,13 @@ size_t db_getlen(const db_result_t *r, int row, int col)
 bool db_isnull(const db_result_t *r, int row, int col)
 {
     return !cell_ok(r, row, col) || PQgetisnull(r->pg, row, col);
+}
+
+PGresult *db_result_take(db_result_t *r)
+{
+    PGresult *pg = r->pg;
+    r->pg = NULL;
+    return pg;
 }
 
 long long db_getll(const db_result_t *r, int row, int col, long long def)

@@ -13,52 +13,32 @@
 
 #include "domain/crypto.h"
 #include "domain/err.h"
+#include "domain/growbuf.h"
 
-typedef struct wbuf {
-    uint8_t *data;
-    size_t len, cap;
-} wbuf_t;
-
-static void put_bytes(wbuf_t *w, const void *p, size_t n);
-static void put_u16(wbuf_t *w, uint16_t v);
-static void put_u32(wbuf_t *w, uint32_t v);
-static int put_string(wbuf_t *w, const char *s, size_t n);
-static int put_service(wbuf_t *w, const accesstoken2_service_t *s);
+static void put_u16(growbuf_t *w, uint16_t v);
+static void put_u32(growbuf_t *w, uint32_t v);
+static int put_string(growbuf_t *w, const char *s, size_t n);
+static int put_service(growbuf_t *w, const accesstoken2_service_t *s);
 static int cmp_service(const void *a, const void *b);
 static int cmp_priv(const void *a, const void *b);
 
-static void put_bytes(wbuf_t *w, const void *p, size_t n)
-{
-    if (w->len + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->len + n)
-            cap *= 2;
-        uint8_t *d = realloc(w->data, cap);
-        if (d == NULL) abort(); /* out of memory aborts, per project policy */
-        w->data = d;
-        w->cap = cap;
-    }
-    memcpy(w->data + w->len, p, n);
-    w->len += n;
-}
-
-static void put_u16(wbuf_t *w, uint16_t v)
+static void put_u16(growbuf_t *w, uint16_t v)
 {
     uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-    put_bytes(w, b, 2);
+    growbuf_put(w, b, 2);
 }
 
-static void put_u32(wbuf_t *w, uint32_t v)
+static void put_u32(growbuf_t *w, uint32_t v)
 {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    put_bytes(w, b, 4);
+    growbuf_put(w, b, 4);
 }
 
-static int put_string(wbuf_t *w, const char *s, size_t n)
+static int put_string(growbuf_t *w, const char *s, size_t n)
 {
     if (n > UINT16_MAX) return DOMAIN_EINVAL;
     put_u16(w, (uint16_t)n);
-    put_bytes(w, s, n);
+    growbuf_put(w, s, n);
     return 0;
 }
 
@@ -75,7 +55,7 @@ static int cmp_service(const void *a, const void *b)
     return (x->type > y->type) - (x->type < y->type);
 }
 
-static int put_service(wbuf_t *w, const accesstoken2_service_t *s)
+static int put_service(growbuf_t *w, const accesstoken2_service_t *s)
 {
     accesstoken2_privilege_t privs[ACCESSTOKEN2_MAX_PRIVS];
 
@@ -102,7 +82,7 @@ int accesstoken2_build(const char *app_id, const char *app_cert, uint32_t issue_
                        uint32_t expire, const accesstoken2_service_t *services, size_t n,
                        char **out)
 {
-    wbuf_t info = {NULL, 0, 0}, content = {NULL, 0, 0};
+    growbuf_t info = GROWBUF_INIT, content = GROWBUF_INIT;
     const accesstoken2_service_t **sorted = NULL;
     uint8_t k1[32], k2[32], sig[32], key[4];
     uint8_t *z = NULL;
@@ -136,17 +116,17 @@ int accesstoken2_build(const char *app_id, const char *app_cert, uint32_t issue_
     key[0] = (uint8_t)salt, key[1] = (uint8_t)(salt >> 8);
     key[2] = (uint8_t)(salt >> 16), key[3] = (uint8_t)(salt >> 24);
     crypto_hmac_sha256(key, 4, k1, sizeof k1, k2);
-    crypto_hmac_sha256(k2, sizeof k2, info.data, info.len, sig);
+    crypto_hmac_sha256(k2, sizeof k2, (const uint8_t *)info.data, info.len, sig);
 
     put_string(&content, (const char *)sig, sizeof sig);
-    put_bytes(&content, info.data, info.len);
+    growbuf_put(&content, info.data, info.len);
 
     /* compress() writes a zlib stream at the default level, as Node's deflateSync and
      * Python's zlib.compress do, so the bytes match the reference builders. */
     uLongf zlen = compressBound(content.len);
     z = malloc(zlen);
     if (z == NULL) abort();
-    if (compress(z, &zlen, content.data, content.len) != Z_OK) {
+    if (compress(z, &zlen, (const Bytef *)content.data, content.len) != Z_OK) {
         rc = DOMAIN_EINTERNAL;
         goto done;
     }

@@ -13,11 +13,7 @@
 #include <string.h>
 
 #include "domain/err.h"
-
-typedef struct sb {
-    char *data;
-    size_t len, cap;
-} sb_t;
+#include "domain/growbuf.h"
 
 typedef struct var {
     const char *name;
@@ -31,10 +27,8 @@ typedef struct tpl {
 
 enum mode { MODE_SUBJECT, MODE_TEXT, MODE_HTML };
 
-static void sb_put(sb_t *b, const char *s, size_t n);
-static void sb_puts(sb_t *b, const char *s);
-static void sb_put_escaped(sb_t *b, const char *s, size_t n);
-static void put_value(sb_t *b, const char *v, enum mode mode);
+static void sb_put_escaped(growbuf_t *b, const char *s, size_t n);
+static void put_value(growbuf_t *b, const char *v, enum mode mode);
 static const char *lookup(const var_t *vars, const char *name, size_t n);
 static char *render(const char *tpl, const var_t *vars, enum mode mode);
 static void render_msg(const char *lang, const tpl_t *t, const var_t *vars, mail_msg_t *out);
@@ -140,48 +134,27 @@ static const tpl_t cancelled_es = {
 
 /* ---- Buffer ---------------------------------------------------------------------------- */
 
-static void sb_put(sb_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->data, cap);
-        if (p == NULL) abort(); /* out of memory: the project's policy is to abort */
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-static void sb_puts(sb_t *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_put_escaped(sb_t *b, const char *s, size_t n)
+static void sb_put_escaped(growbuf_t *b, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (s[i]) {
         case '&':
-            sb_puts(b, "&amp;");
+            growbuf_puts(b, "&amp;");
             break;
         case '<':
-            sb_puts(b, "&lt;");
+            growbuf_puts(b, "&lt;");
             break;
         case '>':
-            sb_puts(b, "&gt;");
+            growbuf_puts(b, "&gt;");
             break;
         case '"':
-            sb_puts(b, "&quot;");
+            growbuf_puts(b, "&quot;");
             break;
         case '\'':
-            sb_puts(b, "&#39;");
+            growbuf_puts(b, "&#39;");
             break;
         default:
-            sb_put(b, s + i, 1);
+            growbuf_put(b, s + i, 1);
             break;
         }
     }
@@ -201,7 +174,7 @@ static const char *lookup(const var_t *vars, const char *name, size_t n)
     return NULL;
 }
 
-static void put_value(sb_t *b, const char *v, enum mode mode)
+static void put_value(growbuf_t *b, const char *v, enum mode mode)
 {
     size_t n = strlen(v);
 
@@ -210,18 +183,18 @@ static void put_value(sb_t *b, const char *v, enum mode mode)
     } else if (mode == MODE_SUBJECT) {
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)v[i];
-            sb_put(b, (c < 0x20 || c == 0x7f) ? " " : v + i, 1);
+            growbuf_put(b, (c < 0x20 || c == 0x7f) ? " " : v + i, 1);
         }
     } else {
-        sb_put(b, v, n);
+        growbuf_put(b, v, n);
     }
 }
 
 static char *render(const char *tpl, const var_t *vars, enum mode mode)
 {
-    sb_t b = {NULL, 0, 0};
+    growbuf_t b = GROWBUF_INIT;
 
-    if (mode == MODE_HTML) sb_puts(&b, "<p>");
+    if (mode == MODE_HTML) growbuf_puts(&b, "<p>");
     for (const char *p = tpl; *p;) {
         if (*p == '{') {
             const char *close = strchr(p, '}');
@@ -229,20 +202,20 @@ static char *render(const char *tpl, const var_t *vars, enum mode mode)
             /* Every placeholder in the tables has a value; a miss is a template bug. */
             if (v == NULL) abort();
             if (mode == MODE_HTML && (size_t)(close - p) == 5 && memcmp(p, "{link", 5) == 0) {
-                sb_puts(&b, "<a href=\"");
+                growbuf_puts(&b, "<a href=\"");
                 put_value(&b, v, mode);
-                sb_puts(&b, "\">");
+                growbuf_puts(&b, "\">");
                 put_value(&b, v, mode);
-                sb_puts(&b, "</a>");
+                growbuf_puts(&b, "</a>");
             } else {
                 put_value(&b, v, mode);
             }
             p = close + 1;
         } else if (mode == MODE_HTML && p[0] == '\n' && p[1] == '\n') {
-            sb_puts(&b, "</p>\n<p>");
+            growbuf_puts(&b, "</p>\n<p>");
             p += 2;
         } else if (mode == MODE_HTML && p[0] == '\n') {
-            sb_puts(&b, "<br>\n");
+            growbuf_puts(&b, "<br>\n");
             p++;
         } else {
             size_t n = strcspn(p, "{\n");
@@ -250,33 +223,33 @@ static char *render(const char *tpl, const var_t *vars, enum mode mode)
             if (mode == MODE_HTML)
                 sb_put_escaped(&b, p, n);
             else
-                sb_put(&b, p, n);
+                growbuf_put(&b, p, n);
             p += n;
         }
     }
-    if (mode == MODE_HTML) sb_puts(&b, "</p>");
-    if (mode == MODE_TEXT) sb_puts(&b, "\n");
-    if (b.data == NULL) sb_put(&b, "", 0);
+    if (mode == MODE_HTML) growbuf_puts(&b, "</p>");
+    if (mode == MODE_TEXT) growbuf_puts(&b, "\n");
+    if (b.data == NULL) growbuf_put(&b, "", 0);
     return b.data;
 }
 
 static void render_msg(const char *lang, const tpl_t *t, const var_t *vars, mail_msg_t *out)
 {
-    sb_t html = {NULL, 0, 0};
+    growbuf_t html = GROWBUF_INIT;
     char *body;
 
     out->subject = render(t->subject, vars, MODE_SUBJECT);
     out->text = render(t->body, vars, MODE_TEXT);
     body = render(t->body, vars, MODE_HTML);
 
-    sb_puts(&html, "<!DOCTYPE html>\n<html lang=\"");
-    sb_puts(&html, is_es(lang) ? "es" : "en");
-    sb_puts(&html, "\">\n<head><meta charset=\"utf-8\"><title>");
+    growbuf_puts(&html, "<!DOCTYPE html>\n<html lang=\"");
+    growbuf_puts(&html, is_es(lang) ? "es" : "en");
+    growbuf_puts(&html, "\">\n<head><meta charset=\"utf-8\"><title>");
     sb_put_escaped(&html, out->subject, strlen(out->subject));
-    sb_puts(&html,
-            "</title></head>\n<body style=\"font-family: sans-serif; line-height: 1.5;\">\n");
-    sb_puts(&html, body);
-    sb_puts(&html, "\n</body>\n</html>\n");
+    growbuf_puts(&html,
+                 "</title></head>\n<body style=\"font-family: sans-serif; line-height: 1.5;\">\n");
+    growbuf_puts(&html, body);
+    growbuf_puts(&html, "\n</body>\n</html>\n");
     free(body);
     out->html = html.data;
 }
@@ -324,14 +297,14 @@ int mail_render_invite(const char *lang, const char *link, const char *org_name,
         [ROLE_ORG_ADMIN] = "Administrador de la organización",
     };
     bool es = is_es(lang);
-    sb_t who = {NULL, 0, 0};
+    growbuf_t who = GROWBUF_INIT;
 
     if (link == NULL || org_name == NULL || !role_is_org_role(role)) return DOMAIN_EINVAL;
     if (inviter_name != NULL && inviter_name[0] != '\0') {
-        sb_puts(&who, inviter_name);
-        sb_puts(&who, es ? " te ha invitado" : " has invited you");
+        growbuf_puts(&who, inviter_name);
+        growbuf_puts(&who, es ? " te ha invitado" : " has invited you");
     } else {
-        sb_puts(&who, es ? "Te han invitado" : "You have been invited");
+        growbuf_puts(&who, es ? "Te han invitado" : "You have been invited");
     }
 
     var_t vars[] = {{"link", link},
@@ -349,18 +322,18 @@ static int render_session(const char *lang, const mail_session_t *s, const tpl_t
 {
     bool es = is_es(lang);
     char duration[16];
-    sb_t title = {NULL, 0, 0};
+    growbuf_t title = GROWBUF_INIT;
 
     if (s == NULL || s->coach_name == NULL || s->teacher_name == NULL || s->start == NULL ||
         s->duration_minutes <= 0)
         return DOMAIN_EINVAL;
     snprintf(duration, sizeof duration, "%d", s->duration_minutes);
     if (s->title != NULL && s->title[0] != '\0') {
-        sb_puts(&title, "“");
-        sb_puts(&title, s->title);
-        sb_puts(&title, "”");
+        growbuf_puts(&title, "“");
+        growbuf_puts(&title, s->title);
+        growbuf_puts(&title, "”");
     } else {
-        sb_puts(&title, es ? "tu mentoría" : "your mentorship");
+        growbuf_puts(&title, es ? "tu mentoría" : "your mentorship");
     }
 
     var_t vars[] = {{"coach", s->coach_name}, {"teacher", s->teacher_name}, {"title", title.data},

@@ -14,8 +14,10 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_account.h"
 #include "domain/password.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -68,16 +70,9 @@ typedef struct pw_state {
     int hash_rc;
 } pw_state_t;
 
-static const char SQL_PW_GET[] = "SELECT password_hash FROM accounts WHERE user_id = $1";
-static const char SQL_PW_SET[] =
-    "WITH a AS (UPDATE accounts SET password_hash = $2, updated_at = now() WHERE user_id = $1"
-    "   RETURNING user_id),"
-    " d AS (DELETE FROM sessions WHERE user_id = $1 AND id <> $3::uuid)"
-    " SELECT count(*) FROM a";
-
 static void pw_on_saved(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     events_sessions_ended(c->user_id, c->session_id);
     static const char ok[] = "{\"success\":true}";
@@ -111,9 +106,7 @@ static void pw_work(void *data)
         st->stored ? password_verify(st->stored, st->current) : password_verify_dummy(st->current);
     if (!st->stored) st->verify_rc = -1;
     if (st->verify_rc != 0) return;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->hash_rc = password_hash(st->next, salt, st->hash, sizeof(st->hash));
+    st->hash_rc = password_hash_fresh(st->next, st->hash);
 }
 
 static void pw_on_worked(http_req_t *req, void *data)
@@ -130,14 +123,14 @@ static void pw_on_worked(http_req_t *req, void *data)
     }
     caller_t *c = context_caller(req);
     const char *params[] = {c->user_id, st->hash, c->session_id};
-    db_req_query(req, SQL_PW_SET, 3, params, pw_on_saved);
+    db_req_query(req, SQL_ACCOUNT_PASSWORD_SET, 3, params, pw_on_saved);
 }
 
 static void pw_on_loaded(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     pw_state_t *st = req->data;
-    const char *h = db_get(r, 0, 0);
+    const char *h = db_get(r, 0, ACCOUNT_PASSWORD_GET_PASSWORD_HASH);
     st->stored = h ? arena_strdup(&req->arena, h) : NULL;
     offload_run_kind(req, OFFLOAD_PASSWORD, pw_work, pw_on_worked, st);
 }
@@ -155,15 +148,15 @@ static void pw_on_peeked(bool allowed, int retry_after, bool error, void *data)
         goto done;
     }
     const char *params[] = {context_caller(req)->user_id};
-    db_req_query(req, SQL_PW_GET, 1, params, pw_on_loaded);
+    db_req_query(req, SQL_ACCOUNT_PASSWORD_GET, 1, params, pw_on_loaded);
 done:
     http_req_unref(req);
 }
 
 static void change_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     pw_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->current = field_str(req, body, "currentPassword", &v, true, 1, 4096, false);

@@ -17,9 +17,11 @@
 #include "core/url.h"
 #include "domain/text.h"
 #include "db/db.h"
+#include "db/q_auth.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -42,42 +44,6 @@ typedef struct auth_state {
 
 /* ---- shared: session creation ---- */
 
-static const char SQL_SIGN_UP[] =
-    "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"
-    "   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (email) DO NOTHING"
-    "   RETURNING id, email, first_name, last_name, email_verified, created_at),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
-    " s AS (INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)"
-    "   SELECT $7, id, $8, now() + interval '7 days', $9, $10 FROM u"
-    "   RETURNING id, user_id, expires_at),"
-    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
-    "   SELECT $11, 'email_verify', id, $12, now() + interval '24 hours' FROM u),"
-    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
-    "   'subject', $13::text, 'text', $14::text, 'html', $15::text) FROM u)"
-    " SELECT json_build_object('user', json_build_object('id', u.id, 'email', u.email,"
-    "   'name', concat_ws(' ', u.first_name, u.last_name), 'emailVerified', u.email_verified,"
-    "   'createdAt', iso(u.created_at)),"
-    "   'session', json_build_object('id', s.id, 'userId', s.user_id,"
-    "   'expiresAt', iso(s.expires_at)))"
-    " FROM u, s";
-
-static const char SQL_SIGN_IN_LOOKUP[] =
-    "SELECT u.id, u.status, a.password_hash FROM users u"
-    " LEFT JOIN accounts a ON a.user_id = u.id WHERE u.email = $1";
-
-static const char SQL_SIGN_IN_SESSION[] =
-    "WITH s AS (INSERT INTO sessions (id, user_id, token_hash, expires_at, ip, user_agent)"
-    "   VALUES ($1, $2, $3, now() + interval '7 days', $4, $5)"
-    "   RETURNING id, user_id, expires_at)"
-    " SELECT json_build_object('user', json_build_object('id', u.id, 'email', u.email,"
-    "   'name', concat_ws(' ', u.first_name, u.last_name), 'emailVerified', u.email_verified,"
-    "   'createdAt', iso(u.created_at)),"
-    "   'session', json_build_object('id', s.id, 'userId', s.user_id,"
-    "   'expiresAt', iso(s.expires_at)))"
-    " FROM s JOIN users u ON u.id = s.user_id";
-
-static const char SQL_SIGN_OUT[] = "DELETE FROM sessions WHERE id = $1";
-
 /* A link to the verification endpoint of this service (never built from the Host header). */
 const char *auth_verify_link(http_req_t *req, const char *token, const char *callback)
 {
@@ -91,7 +57,7 @@ const char *auth_verify_link(http_req_t *req, const char *token, const char *cal
 
 static void sign_up_on_insert(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
@@ -125,16 +91,14 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
                             ver_id,   vtoken_h,   m.subject, m.text,         m.html};
     /* The cookie waits for the insert: a 409 must not replace the caller's valid session. */
     st->token = arena_strdup(&req->arena, token);
-    db_req_query(req, SQL_SIGN_UP, 15, params, sign_up_on_insert);
+    db_req_query(req, SQL_AUTH_SIGN_UP, 15, params, sign_up_on_insert);
     mail_msg_free(&m);
 }
 
 static void hash_work(void *data)
 {
     auth_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void sign_up_limited(http_req_t *req)
@@ -144,8 +108,8 @@ static void sign_up_limited(http_req_t *req)
 
 static void sign_up(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -169,7 +133,7 @@ static void sign_up(http_req_t *req)
 
 static void sign_in_on_session(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     auth_state_t *st = req->data;
     cookie_set_session(req, st->token);
     reply_db_json(req, 200, r);
@@ -188,7 +152,7 @@ static void sign_in_on_verified(http_req_t *req, void *data)
     const char *params[] = {session_id, st->user_id, token_h, req->client_ip,
                             http_req_header(req, "User-Agent")};
     st->token = arena_strdup(&req->arena, token);
-    db_req_query(req, SQL_SIGN_IN_SESSION, 5, params, sign_in_on_session);
+    db_req_query(req, SQL_AUTH_SIGN_IN_SESSION, 5, params, sign_in_on_session);
 }
 
 static void verify_work(void *data)
@@ -204,13 +168,14 @@ static void verify_work(void *data)
 
 static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     auth_state_t *st = req->data;
     if (db_nrows(r) == 1) {
-        st->user_id = arena_strdup(&req->arena, db_get(r, 0, 0));
-        const char *status = db_get(r, 0, 1);
+        st->user_id = arena_strdup(&req->arena, db_get(r, 0, AUTH_SIGN_IN_LOOKUP_ID));
+        const char *status = db_get(r, 0, AUTH_SIGN_IN_LOOKUP_STATUS);
         st->active = status && strcmp(status, "active") == 0;
-        st->stored_hash = arena_strdup(&req->arena, db_get(r, 0, 2));
+        st->stored_hash =
+            arena_strdup(&req->arena, db_get(r, 0, AUTH_SIGN_IN_LOOKUP_PASSWORD_HASH));
     }
     offload_run_kind(req, OFFLOAD_SIGN_IN, verify_work, sign_in_on_verified, st);
 }
@@ -219,13 +184,13 @@ static void sign_in_limited(http_req_t *req)
 {
     auth_state_t *st = req->data;
     const char *params[] = {st->email};
-    db_req_query(req, SQL_SIGN_IN_LOOKUP, 1, params, sign_in_on_lookup);
+    db_req_query(req, SQL_AUTH_SIGN_IN_LOOKUP, 1, params, sign_in_on_lookup);
 }
 
 static void sign_in(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     auth_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     const char *email = field_str(req, body, "email", &v, true, 1, 320, true);
@@ -245,7 +210,7 @@ static void sign_out_reply(http_req_t *req)
 
 static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     /* Streams held by this session close when they hear of it (rt/streams). */
     char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",
@@ -261,7 +226,7 @@ static void sign_out(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *params[] = {c->session_id};
-    db_req_query(req, SQL_SIGN_OUT, 1, params, sign_out_on_delete);
+    db_req_query(req, SQL_AUTH_SIGN_OUT, 1, params, sign_out_on_delete);
 }
 
 /* ---- session ---- */

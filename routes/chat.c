@@ -45,6 +45,7 @@
 #include "domain/timefmt.h"
 #include "domain/validate.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/perm.h"
@@ -136,17 +137,6 @@ static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, con
 /* ---- ids and fields ---- */
 
 /* Path parameter i as a lower-case UUID, else 400. */
-static bool path_uuid_or_reply(http_req_t *req, int i, const char *what, const char **out)
-{
-    const char *s = http_req_param(req, i);
-    if (!s || !ids_is_uuid(s)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         arena_printf(&req->arena, "The %s id must be a UUID", what));
-        return false;
-    }
-    *out = lower_ascii(req, s);
-    return true;
-}
 
 static bool is_uuid_v4(const char *s)
 {
@@ -463,7 +453,7 @@ static void reply_page(http_req_t *req, buf_t *b)
 static void history_on_page(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     const page_req_t *pr = req->data;
     int n = db_isnull(r, 0, H_ID) ? 0 : db_nrows(r);
@@ -490,7 +480,7 @@ static void history_on_page(http_req_t *req, db_result_t *r)
 static void history_on_version(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     const page_req_t *pr = req->data;
     const page_entry_t *e = page_cache_get(&history_pages, pr->key, page_row_version(r, 4));
@@ -510,7 +500,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
 static void list_messages(http_req_t *req)
 {
     const char *mid;
-    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
     verr_t v = {0};
     const char *q = http_req_query(req, "q");
     const char *ls = http_req_query(req, "limit");
@@ -627,7 +617,7 @@ static const char SQL_POST_EXISTING[] =
 
 static void post_on_existing(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         /* The message that won the race was rolled back after all: the client may retry. */
         http_reply_error(req, 409, "CONFLICT", "A message with this clientMessageId is in flight");
@@ -655,7 +645,7 @@ static void post_finish(http_req_t *req, const char *json, size_t len, long long
 
 static void post_on_inserted(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         post_finish(req, NULL, 0, 0);
         return;
@@ -774,7 +764,7 @@ static void post_on_batch(db_result_t *r, void *data)
             /* The client left: as for a single post, the result is dropped. */
         } else if (!r->ok && !r->conn_lost) {
             post_send_one(req);
-        } else if (!db_failed_or_reply(req, r)) {
+        } else if (db_ok_or_reply(req, r)) {
             int row = -1;
             for (int k = 0; k < db_nrows(r) && row < 0; k++)
                 if (strcmp(db_get(r, k, 0), st->id) == 0) row = k;
@@ -868,7 +858,7 @@ static void post_enqueue(http_req_t *req)
 static void post_on_loaded(http_req_t *req, db_result_t *r)
 {
     post_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
     const int col = ACCESS_NCOLS;
     if (!db_isnull(r, 0, col + 3)) {
@@ -895,9 +885,10 @@ static void post_message(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     post_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
+        return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     st->body = field_str(req, body, "body", &v, true, 1, CHAT_BODY_MAX, true);
     st->client_id = field_uuid(req, body, "clientMessageId", &v, true);
@@ -970,7 +961,7 @@ static void msg_not_found(http_req_t *req)
 static void edit_on_updated(http_req_t *req, db_result_t *r)
 {
     msg_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         msg_not_found(req);
         return;
@@ -983,7 +974,7 @@ static void edit_on_updated(http_req_t *req, db_result_t *r)
 static void delete_on_done(http_req_t *req, db_result_t *r)
 {
     msg_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         msg_not_found(req);
         return;
@@ -1008,7 +999,7 @@ static void react_on_reactions(http_req_t *req, db_result_t *r)
 {
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *reactions = db_get(r, 0, 0);
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"messageId\":");
@@ -1037,7 +1028,7 @@ static void react_on_reactions(http_req_t *req, db_result_t *r)
 static void react_on_written(http_req_t *req, db_result_t *r)
 {
     react_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_get(r, 0, 1)[0] != 't') {
         msg_not_found(req);
         return;
@@ -1051,7 +1042,7 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
 {
     msg_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     perm_chat_need_t need = st->op == OP_DELETE ? PERM_CHAT_READ : PERM_CHAT_PARTICIPATE;
     if (!access_or_replied(req, r, need, &st->x)) return;
     const int col = ACCESS_NCOLS;
@@ -1095,8 +1086,9 @@ static msg_state_t *msg_begin(http_req_t *req, msg_op_t op, size_t size)
 {
     msg_state_t *st = arena_calloc(&req->arena, size);
     st->op = op;
-    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return NULL;
-    if (!path_uuid_or_reply(req, 1, "message", &st->msg_id)) return NULL;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
+        return NULL;
+    if (!path_uuid_ok_or_reply(req, 1, &st->msg_id, "The message id must be a UUID")) return NULL;
     return st;
 }
 
@@ -1111,8 +1103,8 @@ static void edit_message(http_req_t *req)
 {
     msg_state_t *st = msg_begin(req, OP_EDIT, sizeof(*st));
     if (!st) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     st->body = field_str(req, body, "body", &v, true, 1, CHAT_BODY_MAX, true);
     if (verr_reply(req, &v)) return;
@@ -1130,8 +1122,8 @@ static void add_reaction(http_req_t *req)
 {
     msg_state_t *st = msg_begin(req, OP_REACT, sizeof(react_state_t));
     if (!st) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     json_t *e = json_object_get(body, "emoji");
     if (!e || json_is_null(e))
@@ -1184,7 +1176,7 @@ typedef struct receipt_state {
 
 static void receipt_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     http_reply_empty(req, 204);
 }
 
@@ -1192,7 +1184,7 @@ static void receipt_on_loaded(http_req_t *req, db_result_t *r)
 {
     receipt_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
     if (db_get(r, 0, ACCESS_NCOLS)[0] != 't') {
         msg_not_found(req);
@@ -1205,9 +1197,10 @@ static void receipt_on_loaded(http_req_t *req, db_result_t *r)
 static void read_receipt(http_req_t *req)
 {
     receipt_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_or_reply(req, 0, "mentorship", &st->x.mentorship_id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
+        return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     json_t *j = json_object_get(body, "lastReadMessageId");
     if (!j || json_is_null(j))
@@ -1230,7 +1223,7 @@ static const char SQL_UNREAD[] =
 static void unread_on_loaded(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &x)) return;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"mentorshipId\":");
@@ -1243,7 +1236,7 @@ static void unread(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *mid;
-    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
     const char *params[] = {mid, c->user_id};
     db_req_query(req, SQL_UNREAD, 2, params, unread_on_loaded);
 }
@@ -1290,7 +1283,7 @@ enum {
 
 static void conversations_on_rows(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     int n = db_nrows(r);
     buf_t b = BUF_INIT;
     buf_reserve(&b, 64 + (size_t)n * 600);
@@ -1340,7 +1333,7 @@ static void token_on_loaded(http_req_t *req, db_result_t *r)
 {
     chat_ctx_t x = {0};
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
         !*cfg.video_app_certificate) {
@@ -1377,7 +1370,7 @@ static void token_on_loaded(http_req_t *req, db_result_t *r)
 static void chat_token(http_req_t *req)
 {
     const char *mid;
-    if (!path_uuid_or_reply(req, 0, "mentorship", &mid)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
     const char *params[] = {mid};
     db_req_query(req, SQL_ACCESS, 1, params, token_on_loaded);
 }

@@ -27,6 +27,56 @@ void verr_add(verr_t *v, const char *field, const char *message)
     buf_putc(&v->details, '}');
 }
 
+int password_hash_fresh(const char *password, char *out)
+{
+    uint8_t salt[PASSWORD_SALT_LEN];
+    random_bytes(salt, sizeof(salt));
+    return password_hash(password, salt, out, PASSWORD_ENCODED_MAX);
+}
+
+void query_paging(http_req_t *req, verr_t *v, int def, int max, const char **limit,
+                  const char **offset)
+{
+    int l = def, o = 0;
+    const char *ls = http_req_query(req, "limit");
+    const char *os = http_req_query(req, "offset");
+    if (ls && validate_int(ls, 1, max, &l) != 0) {
+        verr_add(v, "limit", arena_printf(&req->arena, "must be an integer from 1 to %d", max));
+        l = def;
+    }
+    if (os && validate_int(os, 0, 2147483647, &o) != 0) {
+        verr_add(v, "offset", "must be a non-negative integer");
+        o = 0;
+    }
+    *limit = arena_printf(&req->arena, "%d", l);
+    *offset = arena_printf(&req->arena, "%d", o);
+}
+
+const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_t *v,
+                           bool present_required)
+{
+    if (!json_object_get(body, key)) return NULL;
+    int before = v->n;
+    const char *s = field_str(req, body, key, v, present_required, 1, VALIDATE_TZ_MAX, true);
+    if (!s || v->n != before) return NULL;
+    if (!validate_is_timezone(s)) {
+        verr_add(v, key, "must be an IANA time zone");
+        return NULL;
+    }
+    return s;
+}
+
+bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out, const char *message)
+{
+    const char *s = http_req_param(req, i);
+    if (s && ids_is_uuid(s)) {
+        *out = lower_ascii(req, s);
+        return true;
+    }
+    http_reply_error(req, 400, "VALIDATION_ERROR", message);
+    return false;
+}
+
 bool verr_reply(http_req_t *req, verr_t *v)
 {
     if (v->n == 0) {
@@ -208,12 +258,12 @@ void cookie_clear_session(http_req_t *req)
 
 void reply_db_json(http_req_t *req, int status, const struct db_result *r)
 {
-    const char *json = db_get(r, 0, 0);
+    const char *json = db_get(r, 0, REPLY_DB_JSON_COL);
     if (!json) {
         http_reply_error(req, 500, "INTERNAL", "Internal error");
         return;
     }
-    http_reply_jsonn(req, status, json, db_getlen(r, 0, 0));
+    http_reply_jsonn(req, status, json, db_getlen(r, 0, REPLY_DB_JSON_COL));
 }
 
 typedef struct limit_state {

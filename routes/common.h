@@ -38,6 +38,26 @@ const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v
 const char *field_redirect(http_req_t *req, json_t *body, const char *key, verr_t *v);
 bool redirect_allowed(const char *url);
 
+/* limit (default `def`, 1..max) and offset (default 0, 0..2^31-1) from the query string, as
+ * decimal text in the arena; failures are recorded in v. */
+void query_paging(http_req_t *req, verr_t *v, int def, int max, const char **limit,
+                  const char **offset);
+
+/* An IANA time zone under `key` (trimmed, arena): NULL when the key is absent, and when its
+ * value is JSON null unless `present_required` (then null is a failure). A failure is recorded
+ * in v. */
+const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_t *v,
+                           bool present_required);
+
+/* Route parameter i as a lower-case UUID in *out. Otherwise replies 400 VALIDATION_ERROR with
+ * `message` and returns false. */
+bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out, const char *message);
+
+/* The one password-hash step (argon2id with a fresh random salt) into out, which holds
+ * PASSWORD_ENCODED_MAX bytes; 0 or a DOMAIN_E* code. CPU-heavy: call it on the thread pool
+ * (core/offload.h). */
+int password_hash_fresh(const char *password, char *out);
+
 /* Language: explicit value, else Accept-Language, else "en". */
 const char *resolve_lang(http_req_t *req, const char *explicit_lang);
 
@@ -54,7 +74,9 @@ void split_name(http_req_t *req, const char *name, const char **first, const cha
 void cookie_set_session(http_req_t *req, const char *token);
 void cookie_clear_session(http_req_t *req);
 
-/* Replies with a JSON document produced by PostgreSQL (column 0 of row 0). */
+/* Replies with a JSON document produced by PostgreSQL: row 0, column REPLY_DB_JSON_COL (every
+ * statement answered this way selects its document first, as `json`). */
+#define REPLY_DB_JSON_COL 0
 struct db_result;
 void reply_db_json(http_req_t *req, int status, const struct db_result *r);
 

@@ -28,31 +28,15 @@
 #include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_context.h"
 #include "domain/ids.h"
 #include "domain/token.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/ctx_cache.h"
 #include "routes/perm.h"
 #include "rt/presence.h"
 #include "rt/ratelimit.h"
-
-static const char SQL_CALLER[] =
-    "SELECT s.id, iso(s.expires_at), s.expires_at < now() + interval '6 days',"
-    " u.id, u.email, u.first_name, u.last_name, u.email_verified, u.status, iso(u.created_at),"
-    " u.global_role, u.preferred_language, u.current_organization_id, u.phone,"
-    " to_char(u.birth_date, 'YYYY-MM-DD'), u.country_code, u.timezone, u.avatar_url,"
-    " o.id, m.role_in_organization,"
-    " (SELECT count(*) FROM invites i WHERE i.email = u.email AND i.status = 'pending'"
-    "    AND i.expires_at > now() AND (u.email_verified OR NOT $3::boolean)),"
-    " floor(extract(epoch FROM s.expires_at) * 1000)::bigint"
-    " FROM sessions s JOIN users u ON u.id = s.user_id"
-    " LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)"
-    " LEFT JOIN organization_memberships m ON m.organization_id = o.id AND m.user_id = u.id"
-    "   AND m.membership_status = 'active'"
-    " WHERE s.token_hash = $1 AND s.expires_at > now()";
-
-static const char SQL_REFRESH[] =
-    "UPDATE sessions SET expires_at = now() + interval '7 days', updated_at = now() WHERE id = $1";
 
 /* The cached row still has the old expiry: the next request reads the new one. */
 static void on_refreshed(db_result_t *r, void *data)
@@ -175,27 +159,29 @@ static const char *dup_col(http_req_t *req, const ctx_row_t *r, int col)
 static caller_t *caller_from_row(http_req_t *req, const ctx_row_t *r)
 {
     caller_t *c = arena_calloc(&req->arena, sizeof(*c));
-    c->session_id = dup_col(req, r, 0);
-    c->session_expires_at = dup_col(req, r, 1);
-    c->user_id = dup_col(req, r, 3);
-    c->email = dup_col(req, r, 4);
-    c->first_name = dup_col(req, r, 5);
-    c->last_name = dup_col(req, r, 6);
-    const char *verified = r->v[7];
+    c->session_id = dup_col(req, r, CONTEXT_CALLER_SESSION_ID);
+    c->session_expires_at = dup_col(req, r, CONTEXT_CALLER_SESSION_EXPIRES_AT);
+    c->user_id = dup_col(req, r, CONTEXT_CALLER_USER_ID);
+    c->email = dup_col(req, r, CONTEXT_CALLER_EMAIL);
+    c->first_name = dup_col(req, r, CONTEXT_CALLER_FIRST_NAME);
+    c->last_name = dup_col(req, r, CONTEXT_CALLER_LAST_NAME);
+    const char *verified = r->v[CONTEXT_CALLER_EMAIL_VERIFIED];
     c->email_verified = verified && verified[0] == 't';
-    c->status = dup_col(req, r, 8);
-    c->created_at = dup_col(req, r, 9);
-    const char *gr = r->v[10];
+    c->status = dup_col(req, r, CONTEXT_CALLER_STATUS);
+    c->created_at = dup_col(req, r, CONTEXT_CALLER_CREATED_AT);
+    const char *gr = r->v[CONTEXT_CALLER_GLOBAL_ROLE];
     c->global_role = gr ? role_parse(gr) : ROLE_NONE;
     if (!role_is_global(c->global_role)) c->global_role = ROLE_NONE;
-    c->preferred_language = dup_col(req, r, 11);
-    c->current_org_id = dup_col(req, r, 12);
-    c->phone = dup_col(req, r, 13);
-    c->birth_date = dup_col(req, r, 14);
-    c->country_code = dup_col(req, r, 15);
-    c->timezone = dup_col(req, r, 16);
-    c->avatar_url = dup_col(req, r, 17);
-    c->pending_invites = r->v[20] ? (int)strtol(r->v[20], NULL, 10) : 0;
+    c->preferred_language = dup_col(req, r, CONTEXT_CALLER_PREFERRED_LANGUAGE);
+    c->current_org_id = dup_col(req, r, CONTEXT_CALLER_CURRENT_ORGANIZATION_ID);
+    c->phone = dup_col(req, r, CONTEXT_CALLER_PHONE);
+    c->birth_date = dup_col(req, r, CONTEXT_CALLER_BIRTH_DATE);
+    c->country_code = dup_col(req, r, CONTEXT_CALLER_COUNTRY_CODE);
+    c->timezone = dup_col(req, r, CONTEXT_CALLER_TIMEZONE);
+    c->avatar_url = dup_col(req, r, CONTEXT_CALLER_AVATAR_URL);
+    c->pending_invites = r->v[CONTEXT_CALLER_PENDING_INVITES]
+                             ? (int)strtol(r->v[CONTEXT_CALLER_PENDING_INVITES], NULL, 10)
+                             : 0;
     if (c->first_name && c->last_name)
         c->display_name = arena_printf(&req->arena, "%s %s", c->first_name, c->last_name);
     else
@@ -213,7 +199,7 @@ static void on_caller(http_req_t *req, db_result_t *r)
 {
     guard_state_t *g = req->data;
     const route_t *route = req->route;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     bool optional = route->auth == AUTH_OPTIONAL || route->auth == AUTH_PUBLIC;
     if (db_nrows(r) == 0) {
         if (optional) {
@@ -224,7 +210,7 @@ static void on_caller(http_req_t *req, db_result_t *r)
         return;
     }
     ctx_row_t row;
-    for (int i = 0; i < CTX_NCOLS; i++) {
+    for (int i = 0; i < CONTEXT_CALLER_NCOLS; i++) {
         row.v[i] = db_get(r, 0, i);
         row.len[i] = (int)db_getlen(r, 0, i);
     }
@@ -239,8 +225,8 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     const route_t *route = req->route;
     bool optional = route->auth == AUTH_OPTIONAL || route->auth == AUTH_PUBLIC;
     caller_t *c = caller_from_row(req, r);
-    const char *org_id = r->v[18];
-    const char *member_role = r->v[19];
+    const char *org_id = r->v[CONTEXT_CALLER_ORG_ID];
+    const char *member_role = r->v[CONTEXT_CALLER_MEMBER_ROLE];
     bool global = c->global_role != ROLE_NONE;
     perm_guard_facts_t f = {
         .auth = (perm_auth_t)route->auth,
@@ -263,21 +249,22 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     c->token = http_req_cookie(req, SESSION_COOKIE);
     /* The active organization: the header's, else the profile's current one, where the caller
      * may act (an optional route without such an organization goes on without one). */
-    if (org_id && (global || member_role)) c->org_id = dup_col(req, r, 18);
+    if (org_id && (global || member_role)) c->org_id = dup_col(req, r, CONTEXT_CALLER_ORG_ID);
     c->org_role = member_role && c->org_id ? role_parse(member_role) : ROLE_NONE;
     c->role = global ? c->global_role : c->org_role;
     req->caller = (struct caller *)c;
 
     /* Due once less than six of the seven days are left (the cached row's flag may be old). */
-    long long expires_ms =
-        r->v[CTX_COL_EXPIRES_MS] ? strtoll(r->v[CTX_COL_EXPIRES_MS], NULL, 10) : 0;
+    long long expires_ms = r->v[CONTEXT_CALLER_SESSION_EXPIRES_MS]
+                               ? strtoll(r->v[CONTEXT_CALLER_SESSION_EXPIRES_MS], NULL, 10)
+                               : 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     bool refresh = expires_ms < now_ms + (long long)(SESSION_TTL_SECONDS - 24 * 3600) * 1000;
     if (refresh && c->token && refresh_due(c->session_id)) {
         const char *params[] = {c->session_id};
-        db_query(SQL_REFRESH, 1, params, on_refreshed, xstrdup(c->session_id));
+        db_query(SQL_CONTEXT_REFRESH, 1, params, on_refreshed, xstrdup(c->session_id));
         cookie_set_session(req, c->token);
     }
     presence_touch(c->user_id);
@@ -324,7 +311,7 @@ static void resolve_session(http_req_t *req)
     g->cache_gen = ctx_cache_gen();
     /* $3: invites of an unverified email do not gate it when they cannot be answered. */
     const char *params[] = {g->hash, org, cfg.invite_require_verified_email ? "true" : "false"};
-    db_req_query(req, SQL_CALLER, 3, params, on_caller);
+    db_req_query(req, SQL_CONTEXT_CALLER, 3, params, on_caller);
 }
 
 void context_init(void)

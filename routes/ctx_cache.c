@@ -111,10 +111,10 @@ bool ctx_cache_get(const char *hash, const char *org, ctx_row_t *out)
 void ctx_cache_put(const char *hash, const char *org, unsigned at_gen, const ctx_row_t *row)
 {
     if (!usable() || at_gen != gen) return;
-    const char *exp = row->v[CTX_COL_EXPIRES_MS];
+    const char *exp = row->v[CONTEXT_CALLER_SESSION_EXPIRES_MS];
     if (!exp) return;
     size_t total = 0;
-    for (int i = 0; i < CTX_NCOLS; i++)
+    for (int i = 0; i < CONTEXT_CALLER_NCOLS; i++)
         if (row->v[i]) total += (size_t)row->len[i] + 1; /* bounded by the row's own size */
     char key[KEY_MAX];
     make_key(key, hash, org);
@@ -122,7 +122,7 @@ void ctx_cache_put(const char *hash, const char *org, unsigned at_gen, const ctx
     entry_free(e);
     e->blob = xmalloc(total ? total : 1);
     char *p = e->blob;
-    for (int i = 0; i < CTX_NCOLS; i++) {
+    for (int i = 0; i < CONTEXT_CALLER_NCOLS; i++) {
         if (!row->v[i]) {
             e->row.v[i] = NULL;
             e->row.len[i] = 0;

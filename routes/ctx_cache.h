@@ -23,15 +23,14 @@
 #include <stdint.h>
 
 #include "core/http.h"
+#include "db/q_context.h"
 
 #define CTX_CHANNEL "coachd:ctx-invalidate"
-/* Columns of the caller row (routes/context.c's SQL_CALLER). */
-#define CTX_NCOLS 22
-#define CTX_COL_EXPIRES_MS 21
-
+/* The caller row: the columns of SQL_CONTEXT_CALLER (db/queries/context.sql), read with its
+ * CONTEXT_CALLER_* enum. */
 typedef struct ctx_row {
-    const char *v[CTX_NCOLS]; /* NULL for SQL NULL */
-    int len[CTX_NCOLS];
+    const char *v[CONTEXT_CALLER_NCOLS]; /* NULL for SQL NULL */
+    int len[CONTEXT_CALLER_NCOLS];
 } ctx_row_t;
 
 void ctx_cache_init(void);

@@ -12,6 +12,7 @@
 #include "domain/ids.h"
 #include "domain/timefmt.h"
 #include "routes/context.h"
+#include "routes/dbreq.h"
 #include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/streams.h"
@@ -42,7 +43,7 @@ static stream_auth_t stream_auth(const caller_t *c)
 
 static void on_mentorship(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     bool found = db_nrows(r) > 0;
     const char *participant = found ? db_get(r, 0, 1) : NULL;
@@ -68,7 +69,7 @@ static void mentorship_events(http_req_t *req)
 
 static void on_active_orgs(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     stream_auth_t auth = stream_auth(c);
     int n = db_nrows(r);

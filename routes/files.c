@@ -34,6 +34,7 @@
 #include "domain/ids.h"
 #include "domain/text.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/perm.h"
 #include "routes/mentoring.h"
@@ -143,21 +144,6 @@ static bool storage_back(http_req_t *req)
     return !gone;
 }
 
-static bool uuid_param_or_reply(http_req_t *req, int i, const char *what, const char **out)
-{
-    const char *v = http_req_param(req, i);
-    if (!v || !ids_is_uuid(v)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         arena_printf(&req->arena, "%s must be a UUID", what));
-        return false;
-    }
-    char *low = arena_strdup(&req->arena, v);
-    for (char *p = low; *p; p++)
-        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
-    *out = low;
-    return true;
-}
-
 /* sizeBytes: a non-negative integer; recorded in v otherwise. */
 static bool size_field(json_t *body, verr_t *v, uint64_t *out)
 {
@@ -217,7 +203,7 @@ typedef struct presign_state {
 static void on_presigned(http_req_t *req, db_result_t *r)
 {
     presign_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"presignedUrl\":");
     buf_json_str(&b, st->url);
@@ -231,8 +217,8 @@ static void on_presigned(http_req_t *req, db_result_t *r)
 static void presign_file(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *prefix = field_str(req, body, "prefix", &v, false, 1, 64, false);
     if (prefix && !files_prefix_valid(prefix))
@@ -283,7 +269,7 @@ static const char SQL_REG_INSERT[] =
 static void reg_on_inserted(http_req_t *req, db_result_t *r)
 {
     reg_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 409, "CONFLICT", "This storage key is already registered");
         return;
@@ -355,7 +341,7 @@ static void reg_on_check(http_req_t *req, db_result_t *r)
 {
     reg_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0 || strcmp(db_get(r, 0, 0), c->user_id) != 0) {
         http_reply_error(req, 403, "FORBIDDEN", "This storage key was not presigned for you");
         return;
@@ -375,8 +361,8 @@ static void reg_on_check(http_req_t *req, db_result_t *r)
 
 static void register_file(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     reg_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->key = field_str(req, body, "storageKey", &v, true, 1, 400, false);
@@ -412,7 +398,7 @@ static bool file_readable_or_replied(http_req_t *req, const db_result_t *r)
 
 static void on_file(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!file_readable_or_replied(req, r)) return;
     const char *name = db_get(r, 0, 4), *mime = db_get(r, 0, 5), *key = db_get(r, 0, 8);
     const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
@@ -444,7 +430,7 @@ static void on_file(http_req_t *req, db_result_t *r)
 static void get_file(http_req_t *req)
 {
     const char *id;
-    if (!uuid_param_or_reply(req, 0, "fileId", &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "fileId must be a UUID")) return;
     const char *params[] = {id, context_caller(req)->user_id};
     db_req_query(req, SQL_FILE_GET, 2, params, on_file);
 }
@@ -472,7 +458,7 @@ static void on_attached(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "File not found");
         return;
     }
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 409, "CONFLICT", "The file is already attached to this mentorship");
         return;
@@ -491,7 +477,7 @@ static void on_attached(http_req_t *req, db_result_t *r)
 static void on_attach_check(http_req_t *req, db_result_t *r)
 {
     attach_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_isnull(r, 0, 5)) {
         http_reply_error(req, 404, "NOT_FOUND", "File not found");
         return;
@@ -519,9 +505,9 @@ static bool object_type_or_reply(http_req_t *req, const char *t)
 static void attach_file(http_req_t *req)
 {
     attach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!uuid_param_or_reply(req, 0, "fileId", &st->file_id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *type = field_str(req, body, "objectType", &v, true, 1, 32, false);
     const char *obj = field_str(req, body, "objectId", &v, true, 1, 64, true);
@@ -556,7 +542,7 @@ static const char SQL_DETACH[] =
 static void detach_on_commit(http_req_t *req, db_result_t *r)
 {
     detach_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (st->deleted) outbox_kick();
     http_reply_empty(req, 204);
 }
@@ -564,7 +550,7 @@ static void detach_on_commit(http_req_t *req, db_result_t *r)
 static void detach_on_gc(http_req_t *req, db_result_t *r)
 {
     detach_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (!txreq_ok_or_reply(&st->tx, r)) return;
     st->deleted = db_getll(r, 0, 0, 0) > 0;
     txreq_commit(&st->tx, detach_on_commit);
 }
@@ -572,7 +558,7 @@ static void detach_on_gc(http_req_t *req, db_result_t *r)
 static void detach_on_deleted(http_req_t *req, db_result_t *r)
 {
     detach_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (!txreq_ok_or_reply(&st->tx, r)) return;
     if (db_nrows(r) == 0) {
         txreq_error(&st->tx, 404, "NOT_FOUND", "The file is not attached to this mentorship");
         return;
@@ -584,7 +570,7 @@ static void detach_on_deleted(http_req_t *req, db_result_t *r)
 static void detach_on_locked(http_req_t *req, db_result_t *r)
 {
     detach_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (!txreq_ok_or_reply(&st->tx, r)) return;
     if (db_isnull(r, 0, 0)) {
         txreq_error(&st->tx, 404, "NOT_FOUND", "File not found");
         return;
@@ -600,7 +586,7 @@ static void detach_on_locked(http_req_t *req, db_result_t *r)
 static void detach_on_begin(http_req_t *req, db_result_t *r)
 {
     detach_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    if (!txreq_ok_or_reply(&st->tx, r)) return;
     const char *params[] = {st->file_id, st->object_id};
     txreq_query(&st->tx, SQL_DETACH_LOCK, 2, params, detach_on_locked);
 }
@@ -608,9 +594,9 @@ static void detach_on_begin(http_req_t *req, db_result_t *r)
 static void detach_file(http_req_t *req)
 {
     detach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!uuid_param_or_reply(req, 0, "fileId", &st->file_id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
     if (!object_type_or_reply(req, http_req_param(req, 1))) return;
-    if (!uuid_param_or_reply(req, 2, "objectId", &st->object_id)) return;
+    if (!path_uuid_ok_or_reply(req, 2, &st->object_id, "objectId must be a UUID")) return;
     req->data = st;
     txreq_begin(&st->tx, req, detach_on_begin);
 }
@@ -627,7 +613,7 @@ static const char SQL_ATTACHMENTS[] =
 static void on_attachments(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     bool found = db_nrows(r) > 0;
     perm_actor_t a = perm_actor(c);
     if (!perm_allowed_or_replied(req, perm_attachments_read(&a, found ? db_get(r, 0, 0) : NULL,
@@ -665,7 +651,7 @@ static void on_attachments(http_req_t *req, db_result_t *r)
 static void list_attachments(http_req_t *req)
 {
     const char *id;
-    if (!uuid_param_or_reply(req, 0, "mentorshipId", &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "mentorshipId must be a UUID")) return;
     const char *params[] = {id};
     db_req_query(req, SQL_ATTACHMENTS, 1, params, on_attachments);
 }

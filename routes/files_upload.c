@@ -28,6 +28,7 @@
 #include "db/db.h"
 #include "domain/ids.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/perm.h"
 #include "routes/ctx_cache.h"
@@ -200,7 +201,7 @@ static void up_on_inserted(http_req_t *req, db_result_t *r)
     if (!r->ok) {
         /* No record: the stored object must not stay behind. */
         storage_delete(st->key, NULL, NULL);
-        db_failed_or_reply(req, r);
+        db_ok_or_reply(req, r); /* replies: r failed */
         return;
     }
     if (!st->target) {
@@ -252,7 +253,7 @@ static void up_store(http_req_t *req)
 static void up_on_logo_admin(http_req_t *req, db_result_t *r)
 {
     upload_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) {
+    if (!db_ok_or_reply(req, r)) {
         if (st->w) storage_writer_abort(st->w);
         st->w = NULL;
         return;
@@ -384,7 +385,7 @@ static void ref_on_set(http_req_t *req, db_result_t *r)
         ref_finish(req, false);
         return;
     }
-    if (db_failed_or_reply(req, r)) {
+    if (!db_ok_or_reply(req, r)) {
         ref_finish(req, false);
         return;
     }
@@ -417,7 +418,7 @@ static void ref_write(http_req_t *req)
 static void ref_on_file(http_req_t *req, db_result_t *r)
 {
     ref_state_t *rs = req->data;
-    if (db_failed_or_reply(req, r)) {
+    if (!db_ok_or_reply(req, r)) {
         ref_finish(req, false);
         return;
     }

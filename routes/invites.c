@@ -20,10 +20,12 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_invites.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "domain/roles.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/perm.h"
 #include "routes/ctx_cache.h"
@@ -63,158 +65,11 @@ static void accept_on_written(http_req_t *req, db_result_t *r);
 static void my_pending_on_done(http_req_t *req, db_result_t *r);
 static void respond_on_done(http_req_t *req, db_result_t *r);
 
-/* ---- SQL ---- */
-
-/* Pending, unexpired invites of an organization (column 0), with what the caller's access
- * depends on: whether the organization exists and the caller's active role in it. $3: caller may
- * see every role (global caller or OrganizationAdmin); else only Coach and Teacher invites. */
-static const char SQL_LIST[] =
-    "WITH m AS (SELECT role_in_organization AS r FROM organization_memberships"
-    "   WHERE organization_id = $1 AND user_id = $2 AND membership_status = 'active'),"
-    " l AS (SELECT i.* FROM invites i WHERE i.organization_id = $1 AND i.status = 'pending'"
-    "   AND i.expires_at > now() AND ($3::boolean OR (SELECT r FROM m) = 'OrganizationAdmin'"
-    "   OR i.role_in_organization IN ('Coach', 'Teacher')))"
-    " SELECT json_build_object('data', COALESCE(json_agg(json_build_object('id', l.id,"
-    "   'email', l.email, 'organizationId', l.organization_id,"
-    "   'roleInOrganization', l.role_in_organization, 'status', l.status,"
-    "   'expiresAt', iso(l.expires_at), 'createdAt', iso(l.created_at))"
-    "   ORDER BY l.created_at DESC, l.id), '[]'::json),"
-    "   'meta', json_build_object('total_count', count(*))),"
-    "   EXISTS (SELECT 1 FROM organizations WHERE id = $1), (SELECT r FROM m)"
-    " FROM l";
-
-/* What creating an invite needs to know first: the organization (name for the mail), the
- * caller's active role there, the invitee's preferred language (when they have an account), the
- * role of a live pending invite for that address, and whether that address already holds a
- * membership (active or disabled) there. */
-static const char SQL_CREATE_CONTEXT[] =
-    "SELECT (SELECT name FROM organizations WHERE id = $1),"
-    " (SELECT role_in_organization FROM organization_memberships WHERE organization_id = $1"
-    "   AND user_id = $2 AND membership_status = 'active'),"
-    " (SELECT preferred_language FROM users WHERE email = $3),"
-    " (SELECT role_in_organization FROM invites WHERE organization_id = $1 AND email = $3"
-    "   AND status = 'pending' AND expires_at > now()),"
-    " EXISTS (SELECT 1 FROM organization_memberships m JOIN users u ON u.id = m.user_id"
-    "   WHERE m.organization_id = $1 AND u.email = $3)";
-
-/* Creates the invite, or refreshes the live pending one (new token, role, expiry, inviter), and
- * queues its mail. A pending invite already past its expiry is marked `expired` first (the
- * scalar subquery over `gone` makes that update run before the insert, so the partial unique
- * index sees the old row as no longer pending) and a new invite is created. */
-static const char SQL_CREATE[] =
-    "WITH gone AS (UPDATE invites SET status = 'expired', updated_at = now()"
-    "   WHERE organization_id = $1 AND email = $2 AND status = 'pending' AND expires_at <= now()"
-    "   RETURNING id),"
-    " prev AS (SELECT id FROM invites WHERE organization_id = $1 AND email = $2"
-    "   AND status = 'pending' AND expires_at > now() FOR UPDATE),"
-    " upd AS (UPDATE invites SET token_hash = $5, role_in_organization = $3,"
-    "   expires_at = now() + make_interval(days => $4::int), invited_by = $6, updated_at = now()"
-    "   WHERE id IN (SELECT id FROM prev)"
-    "   RETURNING id, organization_id, email, role_in_organization, status, expires_at,"
-    "   created_at, false AS created),"
-    " ins AS (INSERT INTO invites (id, organization_id, email, role_in_organization, token_hash,"
-    "   invited_by, expires_at)"
-    "   SELECT $7, $1, $2, $3, $5, $6, now() + make_interval(days => $4::int)"
-    "   WHERE NOT EXISTS (SELECT 1 FROM prev) AND (SELECT count(*) FROM gone) >= 0"
-    "   RETURNING id, organization_id, email, role_in_organization, status, expires_at,"
-    "   created_at, true AS created),"
-    " i AS (SELECT * FROM upd UNION ALL SELECT * FROM ins),"
-    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
-    "   'subject', $8::text, 'text', $9::text, 'html', $10::text) FROM i)"
-    " SELECT created, jsonb_build_object('data', jsonb_build_object('id', id,"
-    "   'organizationId', organization_id, 'email', email,"
-    "   'roleInOrganization', role_in_organization, 'status', status,"
-    "   'expiresAt', iso(expires_at), 'createdAt', iso(created_at))"
-    "   || CASE WHEN $11::text IS NULL THEN '{}'::jsonb"
-    "      ELSE jsonb_build_object('inviteToken', $11::text) END)"
-    " FROM i";
-
-static const char SQL_RESOLVE[] =
-    "SELECT json_build_object('data', json_build_object('email', i.email,"
-    "   'roleInOrganization', i.role_in_organization, 'organizationName', o.name,"
-    "   'status', CASE WHEN i.status = 'pending' AND i.expires_at <= now() THEN 'expired'"
-    "     ELSE i.status END,"
-    "   'expiresAt', iso(i.expires_at),"
-    "   'isAvailable', i.status = 'pending' AND i.expires_at > now(),"
-    "   'hasAccount', EXISTS (SELECT 1 FROM users u WHERE u.email = i.email)))"
-    " FROM invites i JOIN organizations o ON o.id = i.organization_id WHERE i.token_hash = $1";
-
-static const char SQL_ACCEPT_CHECK[] = "SELECT i.email, i.status, i.expires_at > now(),"
-                                       " EXISTS (SELECT 1 FROM users u WHERE u.email = i.email)"
-                                       " FROM invites i WHERE i.token_hash = $1";
-
-/* The legacy accept: account, credential, membership and invite status in one statement. The
- * new user starts with the organization as current organization; following the invite link
- * proves the mailbox, so the email counts as verified. Column 0: whether the invite was still
- * acceptable; column 1: the response, NULL when the email got taken meanwhile. */
-static const char SQL_ACCEPT[] =
-    "WITH i AS (SELECT id, organization_id, email, role_in_organization FROM invites"
-    "   WHERE token_hash = $1 AND status = 'pending' AND expires_at > now() FOR UPDATE),"
-    " u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language,"
-    "   email_verified, current_organization_id)"
-    "   SELECT $2, email, $3, $4, $5, true, organization_id FROM i"
-    "   ON CONFLICT (email) DO NOTHING RETURNING id, email),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
-    " m AS (INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)"
-    "   SELECT i.organization_id, u.id, i.role_in_organization FROM i, u),"
-    " x AS (UPDATE invites SET status = 'accepted', accepted_at = now(), updated_at = now()"
-    "   WHERE id IN (SELECT id FROM i) AND EXISTS (SELECT 1 FROM u))"
-    " SELECT EXISTS (SELECT 1 FROM i),"
-    "   (SELECT json_build_object('data', json_build_object('userId', u.id, 'email', u.email,"
-    "   'organizationId', i.organization_id, 'roleInOrganization', i.role_in_organization))"
-    "   FROM i, u)";
-
-static const char SQL_MY_PENDING[] =
-    "SELECT json_build_object('data', COALESCE(json_agg(json_build_object('id', i.id,"
-    "   'email', i.email, 'organizationId', i.organization_id, 'organizationName', o.name,"
-    "   'roleInOrganization', i.role_in_organization, 'status', i.status,"
-    "   'expiresAt', iso(i.expires_at), 'createdAt', iso(i.created_at))"
-    "   ORDER BY i.created_at, i.id), '[]'::json),"
-    "   'meta', json_build_object('total_count', count(*)))"
-    " FROM invites i JOIN organizations o ON o.id = i.organization_id"
-    " WHERE i.email = $1 AND i.status = 'pending' AND i.expires_at > now()";
-
-/* Accept by id ($1 invite, $2 caller email, $3 caller id): the membership is created; an
- * existing membership (active or disabled) is left exactly as it is, since only an
- * OrganizationAdmin's PATCH of the membership may change its role or status (a Manager could
- * otherwise re-enable a member or change a role through an invite). The organization becomes the
- * current one when the caller has none. Column 0 names the outcome. */
-static const char SQL_ACCEPT_ID[] =
-    "WITH i AS (SELECT id, organization_id, email, role_in_organization, status, expires_at"
-    "   FROM invites WHERE id = $1 FOR UPDATE),"
-    " ok AS (SELECT * FROM i WHERE email = $2 AND status = 'pending' AND expires_at > now()),"
-    " m AS (INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)"
-    "   SELECT organization_id, $3, role_in_organization FROM ok"
-    "   ON CONFLICT (organization_id, user_id) DO NOTHING RETURNING organization_id),"
-    " cu AS (UPDATE users SET current_organization_id = (SELECT organization_id FROM m),"
-    "   updated_at = now()"
-    "   WHERE id = $3 AND current_organization_id IS NULL AND EXISTS (SELECT 1 FROM m)),"
-    " x AS (UPDATE invites SET status = 'accepted', accepted_at = now(), updated_at = now()"
-    "   WHERE id IN (SELECT id FROM ok)"
-    "   RETURNING id, organization_id, role_in_organization, status)"
-    " SELECT CASE WHEN i.id IS NULL THEN 'not_found' WHEN i.email <> $2 THEN 'forbidden'"
-    "   WHEN i.status <> 'pending' THEN 'not_pending' WHEN i.expires_at <= now() THEN 'expired'"
-    "   ELSE 'ok' END,"
-    "   (SELECT json_build_object('data', json_build_object('id', x.id,"
-    "   'organizationId', x.organization_id, 'roleInOrganization', x.role_in_organization,"
-    "   'status', x.status)) FROM x),"
-    "   (SELECT organization_id FROM m)"
-    " FROM (SELECT 1) AS one LEFT JOIN i ON true";
-
-static const char SQL_DECLINE_ID[] =
-    "WITH i AS (SELECT id, organization_id, email, role_in_organization, status, expires_at"
-    "   FROM invites WHERE id = $1 FOR UPDATE),"
-    " x AS (UPDATE invites SET status = 'revoked', updated_at = now()"
-    "   WHERE id IN (SELECT id FROM i WHERE email = $2 AND status = 'pending'"
-    "   AND expires_at > now())"
-    "   RETURNING id, organization_id, role_in_organization, status)"
-    " SELECT CASE WHEN i.id IS NULL THEN 'not_found' WHEN i.email <> $2 THEN 'forbidden'"
-    "   WHEN i.status <> 'pending' THEN 'not_pending' WHEN i.expires_at <= now() THEN 'expired'"
-    "   ELSE 'ok' END,"
-    "   (SELECT json_build_object('data', json_build_object('id', x.id,"
-    "   'organizationId', x.organization_id, 'roleInOrganization', x.role_in_organization,"
-    "   'status', x.status)) FROM x)"
-    " FROM (SELECT 1) AS one LEFT JOIN i ON true";
+/* SQL: db/queries/invites.sql. Accept and decline by id answer outcome and json in the same
+ * columns (respond_on_done reads either). */
+_Static_assert((int)INVITE_ACCEPT_ID_OUTCOME == (int)INVITE_DECLINE_ID_OUTCOME &&
+                   (int)INVITE_ACCEPT_ID_JSON == (int)INVITE_DECLINE_ID_JSON,
+               "accept and decline by id share their columns");
 
 /* ---- shared ---- */
 
@@ -256,10 +111,12 @@ static const char *invite_link(http_req_t *req, const char *token)
 
 static void list_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *exists = db_get(r, 0, 1);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *exists = db_get(r, 0, INVITE_LIST_ORG_EXISTS);
     role_t as;
-    if (!org_role_or_replied(req, exists && exists[0] == 't', db_get(r, 0, 2), &as)) return;
+    if (!org_role_or_replied(req, exists && exists[0] == 't', db_get(r, 0, INVITE_LIST_MY_ROLE),
+                             &as))
+        return;
     reply_db_json(req, 200, r);
 }
 
@@ -269,7 +126,7 @@ static void list_invites(http_req_t *req)
     if (!org_id) return;
     caller_t *c = context_caller(req);
     const char *params[] = {org_id, c->user_id, c->global_role != ROLE_NONE ? "true" : "false"};
-    db_req_query(req, SQL_LIST, 3, params, list_on_done);
+    db_req_query(req, SQL_INVITE_LIST, 3, params, list_on_done);
 }
 
 /* ---- POST /api/organizations/:id/invites ---- */
@@ -292,34 +149,37 @@ static void create_on_written(http_req_t *req, db_result_t *r)
         /* Another request created the pending invite for this address between our snapshot and
          * the insert; run again, which now finds it and refreshes it. */
         st->retried = true;
-        db_req_query(req, SQL_CREATE, 11, st->params, create_on_written);
+        db_req_query(req, SQL_INVITE_CREATE, 11, st->params, create_on_written);
         return;
     }
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) != 1) {
         http_reply_error(req, 500, "INTERNAL", "The invite could not be saved");
         return;
     }
     outbox_kick();
-    const char *created = db_get(r, 0, 0);
+    const char *created = db_get(r, 0, INVITE_CREATE_CREATED);
     /* The invitee's invite gate. */
     ctx_invalidate_then_reply(req, 'e', st->params[1], created && created[0] == 't' ? 201 : 200,
-                              db_get(r, 0, 1), db_getlen(r, 0, 1));
+                              db_get(r, 0, INVITE_CREATE_JSON),
+                              db_getlen(r, 0, INVITE_CREATE_JSON));
 }
 
 static void create_on_context(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     invite_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    const char *org_name = db_get(r, 0, 0);
+    const char *org_name = db_get(r, 0, INVITE_CREATE_CONTEXT_ORG_NAME);
     role_t caller_role;
-    if (!org_role_or_replied(req, org_name != NULL, db_get(r, 0, 1), &caller_role)) return;
-    const char *live_role = db_get(r, 0, 3);
+    if (!org_role_or_replied(req, org_name != NULL, db_get(r, 0, INVITE_CREATE_CONTEXT_CALLER_ROLE),
+                             &caller_role))
+        return;
+    const char *live_role = db_get(r, 0, INVITE_CREATE_CONTEXT_PENDING_ROLE);
     if (!perm_allowed_or_replied(req, perm_invite_grant(caller_role, st->role, live_role != NULL,
                                                         role_parse(live_role))))
         return;
-    const char *member = db_get(r, 0, 4);
+    const char *member = db_get(r, 0, INVITE_CREATE_CONTEXT_ALREADY_MEMBER);
     if (member && member[0] == 't') {
         /* Accepting never changes an existing membership, so such an invite could only mislead;
          * a disabled member comes back through PATCH of the membership. */
@@ -328,7 +188,7 @@ static void create_on_context(http_req_t *req, db_result_t *r)
         return;
     }
     /* The invitee's own language wins when they already have an account. */
-    const char *profile_lang = db_get(r, 0, 2);
+    const char *profile_lang = db_get(r, 0, INVITE_CREATE_CONTEXT_INVITEE_LANGUAGE);
     const char *lang = profile_lang ? arena_strdup(&req->arena, profile_lang) : st->lang;
 
     char id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
@@ -353,7 +213,7 @@ static void create_on_context(http_req_t *req, db_result_t *r)
     p[9] = arena_strdup(&req->arena, m.html);
     p[10] = cfg.production ? NULL : arena_strdup(&req->arena, token);
     mail_msg_free(&m);
-    db_req_query(req, SQL_CREATE, 11, st->params, create_on_written);
+    db_req_query(req, SQL_INVITE_CREATE, 11, st->params, create_on_written);
 }
 
 /* expiresInDays: an integer 1..30, default 7. */
@@ -387,8 +247,8 @@ static void create_invite(http_req_t *req)
 {
     const char *org_id = org_param_or_reply(req);
     if (!org_id) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     invite_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->org_id = org_id;
@@ -401,14 +261,14 @@ static void create_invite(http_req_t *req)
     req->data = st;
     caller_t *c = context_caller(req);
     const char *params[] = {org_id, c->user_id, st->email};
-    db_req_query(req, SQL_CREATE_CONTEXT, 3, params, create_on_context);
+    db_req_query(req, SQL_INVITE_CREATE_CONTEXT, 3, params, create_on_context);
 }
 
 /* ---- GET /api/invites/:token ---- */
 
 static void resolve_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
         return;
@@ -426,24 +286,24 @@ static void resolve_token(http_req_t *req)
     char th[TOKEN_HASH_LEN + 1];
     token_hash(token, th);
     const char *params[] = {th};
-    db_req_query(req, SQL_RESOLVE, 1, params, resolve_on_done);
+    db_req_query(req, SQL_INVITE_RESOLVE, 1, params, resolve_on_done);
 }
 
 /* ---- POST /api/invites/accept (legacy: creates the account) ---- */
 
 static void accept_on_written(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *still = db_get(r, 0, 0);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *still = db_get(r, 0, INVITE_ACCEPT_ACCEPTABLE);
     if (!still || still[0] != 't') {
         reply_invalid(req, "token", "The invite is no longer available");
         return;
     }
-    if (db_isnull(r, 0, 1)) {
+    if (db_isnull(r, 0, INVITE_ACCEPT_JSON)) {
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
     }
-    reply_col_json(req, 200, r, 1);
+    reply_col_json(req, 200, r, INVITE_ACCEPT_JSON);
 }
 
 static void accept_on_hashed(http_req_t *req, void *data)
@@ -456,29 +316,27 @@ static void accept_on_hashed(http_req_t *req, void *data)
     char user_id[IDS_CUID_LEN + 1];
     new_cuid(user_id);
     const char *params[] = {st->token_h, user_id, st->first, st->last, st->lang, st->hash};
-    db_req_query(req, SQL_ACCEPT, 6, params, accept_on_written);
+    db_req_query(req, SQL_INVITE_ACCEPT, 6, params, accept_on_written);
 }
 
 static void hash_work(void *data)
 {
     invite_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void accept_on_check(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     invite_state_t *st = req->data;
     if (db_nrows(r) == 0) {
         reply_invalid(req, "token", "Invalid invite token");
         return;
     }
-    const char *email = db_get(r, 0, 0);
-    const char *status = db_get(r, 0, 1);
-    const char *live = db_get(r, 0, 2);
-    const char *has_account = db_get(r, 0, 3);
+    const char *email = db_get(r, 0, INVITE_ACCEPT_CHECK_EMAIL);
+    const char *status = db_get(r, 0, INVITE_ACCEPT_CHECK_STATUS);
+    const char *live = db_get(r, 0, INVITE_ACCEPT_CHECK_LIVE);
+    const char *has_account = db_get(r, 0, INVITE_ACCEPT_CHECK_HAS_ACCOUNT);
     if (!status || strcmp(status, "pending") != 0) {
         reply_invalid(req, "token", "The invite is no longer available");
         return;
@@ -502,13 +360,13 @@ static void accept_limited(http_req_t *req)
 {
     invite_state_t *st = req->data;
     const char *params[] = {st->token_h};
-    db_req_query(req, SQL_ACCEPT_CHECK, 1, params, accept_on_check);
+    db_req_query(req, SQL_INVITE_ACCEPT_CHECK, 1, params, accept_on_check);
 }
 
 static void accept_with_token(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     invite_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->token = field_str(req, body, "token", &v, true, 1, TOKEN_MAX_LEN, true);
@@ -535,7 +393,7 @@ static void accept_with_token(http_req_t *req)
 
 static void my_pending_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     reply_db_json(req, 200, r);
 }
 
@@ -550,15 +408,15 @@ static void my_pending(http_req_t *req)
         return;
     }
     const char *params[] = {c->email};
-    db_req_query(req, SQL_MY_PENDING, 1, params, my_pending_on_done);
+    db_req_query(req, SQL_INVITE_MY_PENDING, 1, params, my_pending_on_done);
 }
 
 /* ---- POST /api/invites/:id/accept and /decline ---- */
 
 static void respond_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *outcome = db_get(r, 0, 0);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *outcome = db_get(r, 0, INVITE_ACCEPT_ID_OUTCOME);
     if (!outcome || strcmp(outcome, "not_found") == 0)
         http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
     else if (strcmp(outcome, "forbidden") == 0)
@@ -569,11 +427,12 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite has expired");
     else {
         /* Invite gate, membership and maybe the current organization changed. */
-        ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 1),
-                                  db_getlen(r, 0, 1));
-        if (req->data == (void *)SQL_ACCEPT_ID) {
+        ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200,
+                                  db_get(r, 0, INVITE_ACCEPT_ID_JSON),
+                                  db_getlen(r, 0, INVITE_ACCEPT_ID_JSON));
+        if (req->data == (void *)SQL_INVITE_ACCEPT_ID) {
             /* The new membership's events now reach the caller's open user streams. */
-            const char *org = db_get(r, 0, 2);
+            const char *org = db_get(r, 0, INVITE_ACCEPT_ID_ORGANIZATION_ID);
             if (org) {
                 char msg[160];
                 snprintf(msg, sizeof(msg),
@@ -600,17 +459,17 @@ static void respond(http_req_t *req, const char *sql)
     }
     const char *params[] = {id, lower_ascii(req, c->email), c->user_id};
     req->data = (void *)sql;
-    db_req_query(req, sql, sql == SQL_ACCEPT_ID ? 3 : 2, params, respond_on_done);
+    db_req_query(req, sql, sql == SQL_INVITE_ACCEPT_ID ? 3 : 2, params, respond_on_done);
 }
 
 static void accept_by_id(http_req_t *req)
 {
-    respond(req, SQL_ACCEPT_ID);
+    respond(req, SQL_INVITE_ACCEPT_ID);
 }
 
 static void decline_by_id(http_req_t *req)
 {
-    respond(req, SQL_DECLINE_ID);
+    respond(req, SQL_INVITE_DECLINE_ID);
 }
 
 static const route_t invite_routes[] = {

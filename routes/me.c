@@ -11,8 +11,10 @@
 #include "core/json.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_me.h"
 #include "domain/ids.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/perm.h"
 #include "routes/ctx_cache.h"
@@ -22,55 +24,25 @@ static void my_organizations(http_req_t *req);
 static void switch_organization(http_req_t *req);
 static void current_organization(http_req_t *req);
 
-static const char SQL_MY_ORGS[] =
-    "SELECT json_build_object('data', json_build_object('organizations', COALESCE(("
-    "   SELECT json_agg(json_build_object('id', o.id, 'name', o.name,"
-    "   'description', o.description, 'logoUrl', o.logo_url, 'status', o.status,"
-    "   'userRole', m.role_in_organization, 'isPrimary', m.is_primary,"
-    "   'joinedAt', iso(m.joined_at), 'createdAt', iso(o.created_at),"
-    "   'updatedAt', iso(o.updated_at)) ORDER BY m.is_primary DESC, m.joined_at, o.id)"
-    "   FROM organization_memberships m JOIN organizations o ON o.id = m.organization_id"
-    "   WHERE m.user_id = $1 AND m.membership_status = 'active'), '[]'::json),"
-    " 'currentOrganizationId', (SELECT current_organization_id FROM users WHERE id = $1)))";
-
-/* $1 caller, $2 organization, $3 caller has a global role. Columns: organization exists,
- * caller's active role there, the stored current organization (NULL when not switched). */
-static const char SQL_SWITCH[] =
-    "WITH o AS (SELECT id FROM organizations WHERE id = $2::uuid),"
-    " m AS (SELECT role_in_organization FROM organization_memberships"
-    "   WHERE organization_id = $2::uuid AND user_id = $1 AND membership_status = 'active'),"
-    " u AS (UPDATE users SET current_organization_id = o.id FROM o"
-    "   WHERE users.id = $1 AND ($3::boolean OR EXISTS (SELECT 1 FROM m))"
-    "   RETURNING current_organization_id)"
-    " SELECT EXISTS (SELECT 1 FROM o), (SELECT role_in_organization FROM m),"
-    " (SELECT current_organization_id FROM u)";
-
-static const char SQL_CURRENT_ORG[] =
-    "SELECT json_build_object('data', json_build_object('id', o.id, 'name', o.name,"
-    " 'description', o.description, 'logoUrl', o.logo_url, 'status', o.status,"
-    " 'settings', o.settings, 'defaultTimezone', o.default_timezone,"
-    " 'createdAt', iso(o.created_at), 'updatedAt', iso(o.updated_at), 'userRole', $2::text))"
-    " FROM organizations o WHERE o.id = $1::uuid";
-
 static void on_my_orgs(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     reply_db_json(req, 200, r);
 }
 
 static void my_organizations(http_req_t *req)
 {
     const char *params[] = {context_caller(req)->user_id};
-    db_req_query(req, SQL_MY_ORGS, 1, params, on_my_orgs);
+    db_req_query(req, SQL_ME_ORGANIZATIONS, 1, params, on_my_orgs);
 }
 
 static void on_switched(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
-    const char *exists = db_get(r, 0, 0);
-    const char *member_role = db_get(r, 0, 1);
-    const char *current = db_get(r, 0, 2);
+    const char *exists = db_get(r, 0, ME_SWITCH_ORG_EXISTS);
+    const char *member_role = db_get(r, 0, ME_SWITCH_MEMBER_ROLE);
+    const char *current = db_get(r, 0, ME_SWITCH_CURRENT_ORGANIZATION_ID);
     perm_actor_t a = perm_actor(c);
     if (!perm_allowed_or_replied(req,
                                  perm_switch_org(&a, exists && exists[0] == 't', current != NULL)))
@@ -88,8 +60,8 @@ static void on_switched(http_req_t *req, db_result_t *r)
 
 static void switch_organization(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *org = field_str(req, body, "organizationId", &v, true, 1, 64, true);
     if (org && !ids_is_uuid(org)) verr_add(&v, "organizationId", "must be a UUID");
@@ -97,12 +69,12 @@ static void switch_organization(http_req_t *req)
     caller_t *c = context_caller(req);
     const char *params[] = {c->user_id, lower_ascii(req, org),
                             c->global_role != ROLE_NONE ? "t" : "f"};
-    db_req_query(req, SQL_SWITCH, 3, params, on_switched);
+    db_req_query(req, SQL_ME_SWITCH, 3, params, on_switched);
 }
 
 static void on_current_org(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_json(req, 200, "{\"data\":null}");
         return;
@@ -118,7 +90,7 @@ static void current_organization(http_req_t *req)
         return;
     }
     const char *params[] = {c->org_id, c->org_role != ROLE_NONE ? role_name(c->org_role) : NULL};
-    db_req_query(req, SQL_CURRENT_ORG, 2, params, on_current_org);
+    db_req_query(req, SQL_ME_CURRENT_ORG, 2, params, on_current_org);
 }
 
 static const route_t me_routes[] = {

@@ -16,18 +16,6 @@
 #include "routes/page_cache.h"
 #include "rt/events.h"
 
-const char SQL_MENTORING_QUEUE_NOTICES[] =
-    "WITH e AS (SELECT value AS n FROM jsonb_array_elements($1::jsonb)),"
-    " mm AS (INSERT INTO outbox (kind, payload) SELECT 'mail', n->'mail' FROM e"
-    "   WHERE jsonb_typeof(n->'mail') = 'object' RETURNING 1),"
-    " pp AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
-    "     'title', e.n->'push'->'title', 'body', e.n->'push'->'body',"
-    "     'data', e.n->'push'->'data')"
-    "   FROM e JOIN push_tokens pt ON pt.user_id = e.n->>'userId'"
-    "   WHERE jsonb_typeof(e.n->'push') = 'object' GROUP BY e.n RETURNING 1)"
-    " SELECT (SELECT count(*) FROM mm), (SELECT count(*) FROM pp)";
-
 bool mentoring_is_manager(const caller_t *c)
 {
     perm_actor_t a = perm_actor(c);
@@ -43,17 +31,8 @@ const char *mentoring_show_notes(const caller_t *c)
 bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset)
 {
     verr_t v = {0};
-    int l = MENTORING_LIMIT_DEFAULT, o = 0;
-    const char *ls = http_req_query(req, "limit");
-    const char *os = http_req_query(req, "offset");
-    if (ls && validate_int(ls, 1, MENTORING_LIMIT_MAX, &l) != 0)
-        verr_add(&v, "limit", "must be an integer from 1 to 200");
-    if (os && validate_int(os, 0, 2147483647, &o) != 0)
-        verr_add(&v, "offset", "must be a non-negative integer");
-    if (verr_reply(req, &v)) return false;
-    *limit = arena_printf(&req->arena, "%d", l);
-    *offset = arena_printf(&req->arena, "%d", o);
-    return true;
+    query_paging(req, &v, MENTORING_LIMIT_DEFAULT, MENTORING_LIMIT_MAX, limit, offset);
+    return !verr_reply(req, &v);
 }
 
 void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col)
@@ -76,20 +55,24 @@ static void member_str(buf_t *b, const char *key, const db_result_t *r, int row,
     buf_json_str(b, db_get(r, row, col));
 }
 
-void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col)
+void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col,
+                                       bool show_notes)
 {
-    member_str(b, "\"id\":", r, row, col);
-    member_str(b, ",\"organizationId\":", r, row, col + 1);
-    member_str(b, ",\"coachId\":", r, row, col + 2);
-    member_str(b, ",\"teacherId\":", r, row, col + 3);
-    member_str(b, ",\"status\":", r, row, col + 4);
-    member_str(b, ",\"title\":", r, row, col + 5);
-    member_str(b, ",\"description\":", r, row, col + 6);
-    member_str(b, ",\"notes\":", r, row, col + 7);
+    member_str(b, "\"id\":", r, row, col + MENTORING_M_ID);
+    member_str(b, ",\"organizationId\":", r, row, col + MENTORING_M_ORGANIZATION_ID);
+    member_str(b, ",\"coachId\":", r, row, col + MENTORING_M_COACH_ID);
+    member_str(b, ",\"teacherId\":", r, row, col + MENTORING_M_TEACHER_ID);
+    member_str(b, ",\"status\":", r, row, col + MENTORING_M_STATUS);
+    member_str(b, ",\"title\":", r, row, col + MENTORING_M_TITLE);
+    member_str(b, ",\"description\":", r, row, col + MENTORING_M_DESCRIPTION);
+    if (show_notes)
+        member_str(b, ",\"notes\":", r, row, col + MENTORING_M_NOTES);
+    else
+        buf_puts(b, ",\"notes\":null");
     buf_puts(b, ",\"createdAt\":");
-    mentoring_json_time(b, r, row, col + 8);
+    mentoring_json_time(b, r, row, col + MENTORING_M_CREATED_MS);
     buf_puts(b, ",\"updatedAt\":");
-    mentoring_json_time(b, r, row, col + 9);
+    mentoring_json_time(b, r, row, col + MENTORING_M_UPDATED_MS);
 }
 
 void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
@@ -98,11 +81,11 @@ void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
         buf_append(b, "null", 4);
         return;
     }
-    member_str(b, "{\"id\":", r, row, col);
-    member_str(b, ",\"email\":", r, row, col + 1);
-    member_str(b, ",\"firstName\":", r, row, col + 2);
-    member_str(b, ",\"lastName\":", r, row, col + 3);
-    member_str(b, ",\"avatarUrl\":", r, row, col + 4);
+    member_str(b, "{\"id\":", r, row, col + MENTORING_U_ID);
+    member_str(b, ",\"email\":", r, row, col + MENTORING_U_EMAIL);
+    member_str(b, ",\"firstName\":", r, row, col + MENTORING_U_FIRST_NAME);
+    member_str(b, ",\"lastName\":", r, row, col + MENTORING_U_LAST_NAME);
+    member_str(b, ",\"avatarUrl\":", r, row, col + MENTORING_U_AVATAR_URL);
     buf_putc(b, '}');
 }
 
@@ -168,6 +151,15 @@ done:
     return result;
 }
 
+void mentoring_write_then(txreq_t *t, const char *sql, int nparams, const char *const *params,
+                          const char *notices, txreq_cb done)
+{
+    const char *notice_params[] = {notices};
+    txreq_stmt_t writes[] = {{sql, nparams, params},
+                             {SQL_MENTORING_QUEUE_NOTICES, 1, notice_params}};
+    txreq_write(t, writes, notices ? 2 : 1, done);
+}
+
 void mentoring_publish_session_update(const char *organization_id, const char *mentorship_id,
                                       const char *coach_id, const char *teacher_id)
 {
@@ -200,6 +192,3 @@ bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r)
 static page_cache_t mentorship_pages, session_pages;
 page_cache_t *const mentoring_mentorship_pages = &mentorship_pages;
 page_cache_t *const mentoring_session_pages = &session_pages;
-
-const char SQL_MENTORING_VERSION[] = "SELECT (SELECT sum(version)::bigint FROM"
-                                     " mentoring_list_versions WHERE organization_id = $1::uuid)";

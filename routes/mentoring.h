@@ -9,9 +9,11 @@
 #include "core/buf.h"
 #include "core/http.h"
 #include "db/db.h"
+#include "db/q_mentoring.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/perm.h"
+#include "routes/txreq.h"
 
 #define MENTORING_LIMIT_DEFAULT 50
 #define MENTORING_LIMIT_MAX 200
@@ -35,29 +37,39 @@ bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **o
 /*
  * Lists render their items in C from plain columns (as the member list does): building the
  * objects with json_build_object and iso() in PostgreSQL cost more than the query itself.
- * Timestamps are selected as epoch milliseconds (floor, so that they match iso(), which
- * truncates to milliseconds) and written with timefmt_format.
+ * Timestamps are selected as epoch milliseconds (epoch_ms(), migration 0011) and written with
+ * timefmt_format. The list statements select the column blocks of the views
+ * mentorship_list_rows and session_list_rows; these are the offsets inside a block (checked
+ * against the generated column enums where they are used).
  */
-#define MENTORING_MS(col) "floor(extract(epoch FROM " col ") * 1000)::bigint"
+enum {
+    MENTORING_M_ID,
+    MENTORING_M_ORGANIZATION_ID,
+    MENTORING_M_COACH_ID,
+    MENTORING_M_TEACHER_ID,
+    MENTORING_M_STATUS,
+    MENTORING_M_TITLE,
+    MENTORING_M_DESCRIPTION,
+    MENTORING_M_NOTES,
+    MENTORING_M_CREATED_MS,
+    MENTORING_M_UPDATED_MS,
+    MENTORING_M_NCOLS
+};
+enum {
+    MENTORING_U_ID,
+    MENTORING_U_EMAIL,
+    MENTORING_U_FIRST_NAME,
+    MENTORING_U_LAST_NAME,
+    MENTORING_U_AVATAR_URL,
+    MENTORING_U_NCOLS
+};
 
-/* The MENTORING_MENTORSHIP_NCOLS columns of a mentorship m, notes shown when `show` (SQL
- * boolean) is true. */
-#define MENTORING_MENTORSHIP_COLS(m, show)                                                         \
-    m ".id, " m ".organization_id, " m ".coach_id, " m ".teacher_id, " m ".status, " m             \
-      ".title, " m ".description, CASE WHEN " show " THEN " m                                      \
-      ".notes END, " MENTORING_MS(m ".created_at") ", " MENTORING_MS(m ".updated_at")
-#define MENTORING_MENTORSHIP_NCOLS 10
-
-/* The MENTORING_USER_NCOLS columns of a user u (coach or teacher brief). */
-#define MENTORING_USER_COLS(u)                                                                     \
-    u ".id, " u ".email, " u ".first_name, " u ".last_name, " u ".avatar_url"
-#define MENTORING_USER_NCOLS 5
-
-/* Appends the members of a Mentorship (id .. updatedAt, no braces) from the columns of
- * MENTORING_MENTORSHIP_COLS starting at col. */
-void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col);
-/* Appends the user brief object {id, email, firstName, lastName, avatarUrl} from the columns
- * of MENTORING_USER_COLS starting at col, or null when the id is NULL. */
+/* Appends the members of a Mentorship (id .. updatedAt, no braces) from the MENTORING_M_*
+ * block starting at col; notes are null unless show_notes. */
+void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col,
+                                       bool show_notes);
+/* Appends the user brief object {id, email, firstName, lastName, avatarUrl} from the
+ * MENTORING_U_* block starting at col, or null when the id is NULL. */
 void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col);
 /* Appends ms as a JSON ISO 8601 string, or null when the column is NULL. */
 void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col);
@@ -76,10 +88,13 @@ typedef enum mentoring_notice {
 const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
                                      const char *recipients);
 
-/* $1: the array from mentoring_notices_render(). Inserts one mail outbox row per element and
- * one push row per element whose user has push tokens (all of that user's tokens). Run it in
- * the transaction of the change; call outbox_kick() after commit. */
-extern const char SQL_MENTORING_QUEUE_NOTICES[];
+/* SQL_MENTORING_QUEUE_NOTICES (db/queries/mentoring.sql) queues what this returns; run it in
+ * the transaction of the change (mentoring_write_then) and call outbox_kick() after commit. */
+
+/* The write step of a mentorship or session change (routes/txreq.h): the statement, then the
+ * notices (when not NULL) queued in the outbox, then COMMIT, then done(). */
+void mentoring_write_then(txreq_t *t, const char *sql, int nparams, const char *const *params,
+                          const char *notices, txreq_cb done);
 
 /* Publishes session-update {action: "updated", mentorshipId} on the mentorship's channel and to
  * the coach's and teacher's user streams. Call after commit. */
@@ -92,6 +107,3 @@ void mentoring_publish_session_update(const char *organization_id, const char *m
  * version (migrations 0007 and 0011: the sum of its slots). */
 extern page_cache_t *const mentoring_mentorship_pages;
 extern page_cache_t *const mentoring_session_pages;
-
-/* $1 organization: one row, its current mentoring-list version (NULL before its first write). */
-extern const char SQL_MENTORING_VERSION[];

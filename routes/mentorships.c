@@ -9,12 +9,13 @@
  *   DELETE /api/mentorships/:id   Manager+: ends it and cancels its scheduled and confirmed
  *                                 sessions (cancellation mails and pushes)
  *
- * Reads are one statement each (coach and teacher joined once per page, never a query per row);
+ * SQL: db/queries/mentorships.sql. Reads are one statement each (coach and teacher joined once
+ * per page, never a query per row);
  * the list is rendered to JSON in C from plain rows, a single mentorship by PostgreSQL
  * (mentorship_full_json). The pair rule is the unique index
- * mentorships_pair_uniq. PATCH and DELETE run in a transaction: the mentorship row is locked
- * (FOR UPDATE), the transition is checked in C, and ending it cancels the open sessions, which
- * session creation respects because it locks the mentorship FOR SHARE. Notes are internal: a
+ * mentorships_pair_uniq. PATCH and DELETE are the two steps of routes/txreq.h: the mentorship row
+ * is locked (FOR UPDATE), the transition is checked in C, and ending it cancels the open sessions,
+ * which session creation respects because it locks the mentorship FOR SHARE. Notes are internal: a
  * Teacher caller gets notes null.
  */
 #include <string.h>
@@ -23,12 +24,15 @@
 #include "core/log.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_mentorships.h"
 #include "domain/ids.h"
 #include "domain/transitions.h"
 #include "routes/common.h"
 #include "routes/context.h"
+#include "routes/dbreq.h"
 #include "routes/perm.h"
 #include "routes/mentoring.h"
+#include "routes/page_list.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
 #include "rt/outbox.h"
@@ -41,42 +45,16 @@ static void delete_mentorship(http_req_t *req);
 
 /* ---- list ---- */
 
-/* $1 org, $2 status, $3 coach, $4 teacher, $5 limit, $6 offset, $7 show notes. WHERE_ picks the
- * index: the organization for managers, the coach or teacher for participants.
- *
- * Plain rows, rendered to JSON in C (on_list): column 0 the total count, 1 the organization's
- * mentoring-list version (same snapshot, for the page cache of mentoring.h), then one mentorship
- * per row (M_COL_*) with its coach and teacher, joined once per page. A page past the end is
- * one row whose mentorship columns are NULL, so the count still comes back. */
-#define SQL_M_LIST(WHERE_)                                                                         \
-    "WITH f AS NOT MATERIALIZED (SELECT m.* FROM mentorships m WHERE " WHERE_                      \
-    "   AND ($2::text IS NULL OR m.status = $2))"                                                  \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT sum(version)::bigint"     \
-    "   FROM mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"           \
-    " LEFT JOIN LATERAL ("                                                                         \
-    "   SELECT " MENTORING_MENTORSHIP_COLS("m", "$7::boolean") ", " MENTORING_USER_COLS(           \
-        "c") ","                                                                                   \
-             "     " MENTORING_USER_COLS("t") ", m.created_at AS k1, m.id AS k2"                   \
-                                              "   FROM (SELECT * FROM f ORDER BY created_at "      \
-                                              "DESC, id DESC LIMIT $5::int OFFSET $6::int) m"      \
-                                              "   JOIN users c ON c.id = m.coach_id JOIN users t " \
-                                              "ON t.id = m.teacher_id) p ON true"                  \
-                                              " ORDER BY p.k1 DESC, p.k2 DESC"
-
-enum {
-    M_COL_VERSION = 1,
-    M_COL_MENTORSHIP,
-    M_COL_COACH = M_COL_MENTORSHIP + MENTORING_MENTORSHIP_NCOLS,
-    M_COL_TEACHER = M_COL_COACH + MENTORING_USER_NCOLS,
-};
-
-static const char SQL_M_LIST_ORG[] =
-    SQL_M_LIST("m.organization_id = $1 AND ($3::text IS NULL OR m.coach_id = $3)"
-               " AND ($4::text IS NULL OR m.teacher_id = $4)");
-static const char SQL_M_LIST_COACH[] =
-    SQL_M_LIST("m.coach_id = $3 AND m.organization_id = $1 AND $4::text IS NULL");
-static const char SQL_M_LIST_TEACHER[] =
-    SQL_M_LIST("m.teacher_id = $4 AND m.organization_id = $1 AND $3::text IS NULL");
+/* The three list statements (db/queries/mentorships.sql) share one column layout; the
+ * mentorship, coach and teacher blocks are those that mentoring.h renders. */
+_Static_assert(MENTORSHIP_LIST_ORG_M_NOTES - MENTORSHIP_LIST_ORG_M_ID == MENTORING_M_NOTES &&
+                   MENTORSHIP_LIST_ORG_M_UPDATED_MS - MENTORSHIP_LIST_ORG_M_ID ==
+                       MENTORING_M_UPDATED_MS &&
+                   MENTORSHIP_LIST_ORG_C_ID - MENTORSHIP_LIST_ORG_M_ID == MENTORING_M_NCOLS &&
+                   MENTORSHIP_LIST_ORG_T_ID - MENTORSHIP_LIST_ORG_C_ID == MENTORING_U_NCOLS &&
+                   MENTORSHIP_LIST_ORG_T_AVATAR_URL - MENTORSHIP_LIST_ORG_T_ID ==
+                       MENTORING_U_AVATAR_URL,
+               "mentorship list columns match the blocks of mentoring.h");
 
 static bool valid_mentorship_status(const char *s)
 {
@@ -85,44 +63,30 @@ static bool valid_mentorship_status(const char *s)
 }
 
 typedef struct list_state {
-    const char *sql;
-    const char *params[7];
-    const char *key; /* page cache key */
+    page_list_t pl;  /* first: render gets it back */
+    bool show_notes; /* hidden from teachers */
 } list_state_t;
 
 /* The same members, in the same order, as mentorship_full_json() (0006_mentorships.sql). */
-static void on_list(http_req_t *req, db_result_t *r)
+static long long render_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 800);
-    buf_puts(&b, "{\"data\":[");
+    list_state_t *st = (list_state_t *)pl;
+    (void)req;
+    buf_puts(b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
-        if (db_isnull(r, i, M_COL_MENTORSHIP)) continue;
-        buf_puts(&b, items++ ? ",{" : "{");
-        mentoring_json_mentorship_members(&b, r, i, M_COL_MENTORSHIP);
-        buf_puts(&b, ",\"coach\":");
-        mentoring_json_user(&b, r, i, M_COL_COACH);
-        buf_puts(&b, ",\"teacher\":");
-        mentoring_json_user(&b, r, i, M_COL_TEACHER);
-        buf_putc(&b, '}');
+        if (db_isnull(r, i, MENTORSHIP_LIST_ORG_M_ID)) continue;
+        buf_puts(b, items++ ? ",{" : "{");
+        mentoring_json_mentorship_members(b, r, i, MENTORSHIP_LIST_ORG_M_ID, st->show_notes);
+        buf_puts(b, ",\"coach\":");
+        mentoring_json_user(b, r, i, MENTORSHIP_LIST_ORG_C_ID);
+        buf_puts(b, ",\"teacher\":");
+        mentoring_json_user(b, r, i, MENTORSHIP_LIST_ORG_T_ID);
+        buf_putc(b, '}');
     }
-    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
-    if (n > 0)
-        page_cache_put(mentoring_mentorship_pages, st->key, page_row_version(r, M_COL_VERSION),
-                       b.data, b.len);
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-}
-
-/* A cached page was found: reuse it when the version is still current, else read afresh. */
-static void on_version(http_req_t *req, db_result_t *r)
-{
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    if (page_cache_reply(mentoring_mentorship_pages, st->key, page_row_version(r, 0), req)) return;
-    db_req_query(req, st->sql, 7, st->params, on_list);
+    buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",
+               n > 0 ? db_getll(r, 0, MENTORSHIP_LIST_ORG_TOTAL, 0) : 0LL);
+    return page_row_version(r, MENTORSHIP_LIST_ORG_VERSION);
 }
 
 static void list_mentorships(http_req_t *req)
@@ -139,70 +103,46 @@ static void list_mentorships(http_req_t *req)
     if (verr_reply(req, &v)) return;
     if (coach && !*coach) coach = NULL;
     if (teacher && !*teacher) teacher = NULL;
-    const char *sql = SQL_M_LIST_ORG;
+    const char *sql = SQL_MENTORSHIP_LIST_ORG;
     perm_actor_t a = perm_actor(c);
     perm_scope_t scope = perm_mentoring_scope(&a);
     if (scope != PERM_SCOPE_ALL) {
         /* coachId / teacherId are filters for managers; a participant sees their own. */
         if (scope == PERM_SCOPE_COACH) {
-            sql = SQL_M_LIST_COACH;
+            sql = SQL_MENTORSHIP_LIST_COACH;
             coach = c->user_id;
             teacher = NULL;
         } else {
-            sql = SQL_M_LIST_TEACHER;
+            sql = SQL_MENTORSHIP_LIST_TEACHER;
             teacher = c->user_id;
             coach = NULL;
         }
     }
     const char *show_notes = mentoring_show_notes(c);
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    const char *params[] = {c->org_id, status, coach, teacher, limit, offset, show_notes};
-    memcpy(st->params, params, sizeof(params));
-    st->sql = sql;
+    const char *params[] = {c->org_id, status, coach, teacher, limit, offset};
+    page_list_init(&st->pl, mentoring_mentorship_pages, sql, 6, params, SQL_MENTORING_VERSION,
+                   c->org_id, render_list, 800);
+    st->show_notes = show_notes[0] == 't';
     /* The visibility class is the statement (with the participant's id in coach / teacher)
      * and whether notes show; the rest is the normalized query. */
-    const char *class = sql == SQL_M_LIST_ORG     ? "all"
-                        : sql == SQL_M_LIST_COACH ? "coach"
-                                                  : "teacher";
+    const char *class = sql == SQL_MENTORSHIP_LIST_ORG     ? "all"
+                        : sql == SQL_MENTORSHIP_LIST_COACH ? "coach"
+                                                           : "teacher";
     const char *fields[] = {class, c->org_id, status, coach, teacher, limit, offset, show_notes};
-    st->key = page_cache_key(req, 8, fields);
-    req->data = st;
-    if (page_cache_has(mentoring_mentorship_pages, st->key)) {
-        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
-        return;
-    }
-    db_req_query(req, sql, 7, params, on_list);
+    st->pl.key = page_cache_key(req, 8, fields);
+    page_list_reply(req, &st->pl);
 }
 
 /* ---- create ---- */
 
-static const char SQL_M_CREATE[] =
-    "WITH chk AS (SELECT EXISTS (SELECT 1 FROM organizations WHERE id = $2) AS org_ok,"
-    "   EXISTS (SELECT 1 FROM organization_memberships WHERE organization_id = $2"
-    "     AND user_id = $3 AND role_in_organization = 'Coach'"
-    "     AND membership_status = 'active') AS coach_ok,"
-    "   EXISTS (SELECT 1 FROM organization_memberships WHERE organization_id = $2"
-    "     AND user_id = $4 AND role_in_organization = 'Teacher'"
-    "     AND membership_status = 'active') AS teacher_ok),"
-    " m AS (INSERT INTO mentorships (id, organization_id, coach_id, teacher_id, title,"
-    "   description, notes)"
-    "   SELECT $1, $2, $3, $4, $5, $6, $7 FROM chk WHERE org_ok AND coach_ok AND teacher_ok"
-    "   RETURNING *)"
-    " SELECT chk.org_ok, chk.coach_ok, chk.teacher_ok,"
-    "   (SELECT json_build_object('data', mentorship_full_json(m::mentorships, c, t, true))"
-    "    FROM m JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id)"
-    " FROM chk";
-
 static void on_created(http_req_t *req, db_result_t *r)
 {
-    if (!r->ok && r->sqlstate && strcmp(r->sqlstate, "23505") == 0) {
-        http_reply_error(req, 409, "CONFLICT",
-                         "A mentorship for this coach and teacher exists in the organization");
-        return;
-    }
-    if (db_failed_or_reply(req, r)) return;
-    const char *org_ok = db_get(r, 0, 0), *coach_ok = db_get(r, 0, 1),
-               *teacher_ok = db_get(r, 0, 2);
+    /* mentorships_pair_uniq (23505) -> 409 CONFLICT through routes/dberr.c */
+    if (!db_ok_or_reply(req, r)) return;
+    const char *org_ok = db_get(r, 0, MENTORSHIP_CREATE_ORG_OK),
+               *coach_ok = db_get(r, 0, MENTORSHIP_CREATE_COACH_OK),
+               *teacher_ok = db_get(r, 0, MENTORSHIP_CREATE_TEACHER_OK);
     if (!org_ok || org_ok[0] != 't') {
         http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
     } else if (!coach_ok || coach_ok[0] != 't') {
@@ -212,16 +152,16 @@ static void on_created(http_req_t *req, db_result_t *r)
         http_reply_error(req, 422, "UNPROCESSABLE",
                          "teacherId is not a user with the Teacher role in this organization");
     } else {
-        const char *json = db_get(r, 0, 3);
-        http_reply_jsonn(req, 201, json, db_getlen(r, 0, 3));
+        http_reply_jsonn(req, 201, db_get(r, 0, MENTORSHIP_CREATE_JSON),
+                         db_getlen(r, 0, MENTORSHIP_CREATE_JSON));
     }
 }
 
 static void create_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     const char *org = field_str(req, body, "organizationId", &v, true, 1, 64, true);
     const char *coach = field_str(req, body, "coachId", &v, true, 1, 64, true);
@@ -236,43 +176,28 @@ static void create_mentorship(http_req_t *req)
     char id[IDS_UUID_LEN + 1];
     new_uuid(id);
     const char *params[] = {id, org, coach, teacher, title, desc, notes};
-    db_req_query(req, SQL_M_CREATE, 7, params, on_created);
+    db_req_query(req, SQL_MENTORSHIP_CREATE, 7, params, on_created);
 }
 
 /* ---- get ---- */
-
-static const char SQL_M_GET[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id,"
-    "   json_build_object('data', mentorship_full_json(m, c, t, $2::boolean))"
-    " FROM mentorships m JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id"
-    " WHERE m.id = $1";
 
 /* 404 / 403 for a mentorship row (organization, coach, teacher in columns 0..2) the caller may
  * not read; false after replying. */
 static void on_get(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_replied(req, r, PERM_MENTORSHIP)) return;
-    http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
-}
-
-static bool id_param_or_reply(http_req_t *req, const char **id)
-{
-    *id = http_req_param(req, 0);
-    if (!*id || !ids_is_uuid(*id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "The mentorship id must be a UUID");
-        return false;
-    }
-    return true;
+    http_reply_jsonn(req, 200, db_get(r, 0, MENTORSHIP_GET_JSON),
+                     db_getlen(r, 0, MENTORSHIP_GET_JSON));
 }
 
 static void get_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
     const char *params[] = {id, mentoring_show_notes(c)};
-    db_req_query(req, SQL_M_GET, 2, params, on_get);
+    db_req_query(req, SQL_MENTORSHIP_GET, 2, params, on_get);
 }
 
 /* ---- update and end ---- */
@@ -282,86 +207,54 @@ typedef struct upd_state {
     const char *id;
     bool has_status, has_title, has_desc, has_notes;
     const char *status, *title, *desc, *notes;
-    bool ending;         /* moving to ended: cancel the open sessions */
     const char *notices; /* rendered cancellation notices, or NULL */
     const char *coach_id, *teacher_id;
-    bool sessions_changed;
-    char *json;
 } upd_state_t;
 
-static const char SQL_M_LOCK[] =
-    "SELECT organization_id, coach_id, teacher_id, status FROM mentorships WHERE id = $1"
-    " FOR UPDATE";
-
-/* The open sessions that ending the mentorship cancels, locked, with their notices. */
-static const char SQL_M_OPEN_SESSIONS[] =
-    "SELECT count(*), json_agg(e) FROM ("
-    "   SELECT session_notice_json(s.id, m, c, t, s.scheduled_at, s.duration_minutes,"
-    "     s.timezone) AS n"
-    "   FROM mentorship_sessions s JOIN mentorships m ON m.id = s.mentorship_id"
-    "   JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id"
-    "   WHERE s.mentorship_id = $1 AND s.status IN ('scheduled', 'confirmed')"
-    "   FOR UPDATE OF s) x, json_array_elements(x.n) e";
-
-/* $2 status, $3..$8 title/description/notes (flag, value), $9 cancelling user, $10 show notes,
- * $11 ending (cancel the open sessions). A PATCH that changes nothing keeps updatedAt. */
-static const char SQL_M_UPDATE[] =
-    "WITH m AS (UPDATE mentorships SET status = COALESCE($2, status),"
-    "   title = CASE WHEN $3::boolean THEN $4 ELSE title END,"
-    "   description = CASE WHEN $5::boolean THEN $6 ELSE description END,"
-    "   notes = CASE WHEN $7::boolean THEN $8 ELSE notes END,"
-    "   updated_at = CASE WHEN ROW(COALESCE($2, status),"
-    "     CASE WHEN $3::boolean THEN $4 ELSE title END,"
-    "     CASE WHEN $5::boolean THEN $6 ELSE description END,"
-    "     CASE WHEN $7::boolean THEN $8 ELSE notes END)"
-    "     IS DISTINCT FROM ROW(status, title, description, notes) THEN now()"
-    "     ELSE updated_at END"
-    "   WHERE id = $1 RETURNING *),"
-    " s AS (UPDATE mentorship_sessions SET status = 'cancelled', cancelled_at = now(),"
-    "   cancelled_by = $9, updated_at = now()"
-    "   WHERE mentorship_id = $1 AND status IN ('scheduled', 'confirmed') AND $11::boolean"
-    "   RETURNING 1)"
-    " SELECT (SELECT count(*) FROM s), json_build_object('data',"
-    "   mentorship_full_json(m::mentorships, c, t, $10::boolean))"
-    " FROM m JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id";
-
-static void upd_on_commit(http_req_t *req, db_result_t *r)
+/* Step 2: written, notices queued, committed. */
+static void upd_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     upd_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
+    (void)t;
     if (st->notices) outbox_kick();
-    if (st->sessions_changed)
+    if (db_getll(res, 0, MENTORSHIP_UPDATE_SESSIONS_CANCELLED, 0) > 0)
         mentoring_publish_session_update(context_caller(req)->org_id, st->id, st->coach_id,
                                          st->teacher_id);
-    http_reply_json(req, 200, st->json);
+    http_reply_jsonn(req, 200, db_get(res, 0, MENTORSHIP_UPDATE_JSON),
+                     db_getlen(res, 0, MENTORSHIP_UPDATE_JSON));
 }
 
-static void upd_on_queued(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    txreq_commit(&st->tx, upd_on_commit);
-}
-
-static void upd_on_updated(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    st->sessions_changed = db_getll(r, 0, 0, 0) > 0;
-    st->json = arena_strndup(&req->arena, db_get(r, 0, 1), db_getlen(r, 0, 1));
-    if (st->notices) {
-        const char *params[] = {st->notices};
-        txreq_query(&st->tx, SQL_MENTORING_QUEUE_NOTICES, 1, params, upd_on_queued);
-        return;
-    }
-    txreq_commit(&st->tx, upd_on_commit);
-}
-
-static void upd_write(http_req_t *req)
+/* Step 1: the mentorship is locked (and, when the request ends it, its open sessions, in
+ * res[1]); check the caller and the status move. */
+static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     upd_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    const char *params[] = {st->id,
+    if (!mentoring_changeable_or_replied(t, res)) return;
+    st->coach_id = arena_strdup(&req->arena, db_get(res, 0, MENTORSHIP_LOCK_COACH_ID));
+    st->teacher_id = arena_strdup(&req->arena, db_get(res, 0, MENTORSHIP_LOCK_TEACHER_ID));
+    bool ending = false;
+    if (st->has_status) {
+        const char *current = db_get(res, 0, MENTORSHIP_LOCK_STATUS);
+        mentorship_status_t from, to;
+        if (transitions_mentorship_parse(current, &from) != 0 ||
+            transitions_mentorship_parse(st->status, &to) != 0) {
+            txreq_error(t, 500, "INTERNAL", "internal error");
+            return;
+        }
+        if (transitions_mentorship_check(from, to) != 0) {
+            char *msg = arena_printf(&req->arena, "A mentorship cannot move from %s to %s", current,
+                                     st->status);
+            txreq_error(t, 422, "INVALID_TRANSITION", msg);
+            return;
+        }
+        ending = to == MENTORSHIP_STATUS_ENDED && from != MENTORSHIP_STATUS_ENDED;
+    }
+    const db_result_t *open = &res[1];
+    if (ending && db_getll(open, 0, MENTORSHIP_OPEN_SESSIONS_COUNT, 0) > 0)
+        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
+                                               db_get(open, 0, MENTORSHIP_OPEN_SESSIONS_NOTICES));
+    const char *update[] = {st->id,
                             st->has_status ? st->status : NULL,
                             st->has_title ? "true" : "false",
                             st->title,
@@ -371,64 +264,29 @@ static void upd_write(http_req_t *req)
                             st->notes,
                             c->user_id,
                             mentoring_show_notes(c),
-                            st->ending ? "true" : "false"};
-    txreq_query(&st->tx, SQL_M_UPDATE, 11, params, upd_on_updated);
+                            ending ? "true" : "false"};
+    mentoring_write_then(t, SQL_MENTORSHIP_UPDATE, 11, update, st->notices, upd_done);
 }
 
-static void upd_on_sessions(http_req_t *req, db_result_t *r)
+/* Locks the mentorship; a request that ends it also locks and reads its open sessions, after
+ * the mentorship, so a session created meanwhile is among them. */
+static void upd_start(http_req_t *req, upd_state_t *st)
 {
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (db_getll(r, 0, 0, 0) > 0)
-        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED, db_get(r, 0, 1));
-    upd_write(req);
-}
-
-static void upd_on_locked(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
-    st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
-    st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    if (st->has_status) {
-        mentorship_status_t from, to;
-        if (transitions_mentorship_parse(db_get(r, 0, 3), &from) != 0 ||
-            transitions_mentorship_parse(st->status, &to) != 0) {
-            txreq_error(&st->tx, 500, "INTERNAL", "internal error");
-            return;
-        }
-        if (transitions_mentorship_check(from, to) != 0) {
-            char *msg = arena_printf(&req->arena, "A mentorship cannot move from %s to %s",
-                                     db_get(r, 0, 3), st->status);
-            txreq_error(&st->tx, 422, "INVALID_TRANSITION", msg);
-            return;
-        }
-        st->ending = to == MENTORSHIP_STATUS_ENDED && from != MENTORSHIP_STATUS_ENDED;
-    }
-    if (st->ending) {
-        const char *params[] = {st->id};
-        txreq_query(&st->tx, SQL_M_OPEN_SESSIONS, 1, params, upd_on_sessions);
-        return;
-    }
-    upd_write(req);
-}
-
-static void upd_on_begin(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    req->data = st;
     const char *params[] = {st->id};
-    txreq_query(&st->tx, SQL_M_LOCK, 1, params, upd_on_locked);
+    txreq_stmt_t reads[] = {{SQL_MENTORSHIP_LOCK, 1, params},
+                            {SQL_MENTORSHIP_OPEN_SESSIONS, 1, params}};
+    bool ends = st->has_status && st->status && strcmp(st->status, "ended") == 0;
+    txreq_read(&st->tx, req, reads, ends ? 2 : 1, upd_decide);
 }
 
 static void patch_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     verr_t v = {0};
@@ -449,20 +307,18 @@ static void patch_mentorship(http_req_t *req)
     if (verr_reply(req, &v)) return;
     perm_actor_t a = perm_actor(c);
     if (!perm_allowed_or_replied(req, perm_mentorship_patch(&a, st->has_status))) return;
-    req->data = st;
-    txreq_begin(&st->tx, req, upd_on_begin);
+    upd_start(req, st);
 }
 
 static void delete_mentorship(http_req_t *req)
 {
     const char *id;
-    if (!id_param_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->has_status = true;
     st->status = "ended";
-    req->data = st;
-    txreq_begin(&st->tx, req, upd_on_begin);
+    upd_start(req, st);
 }
 
 static const route_t mentorship_routes[] = {

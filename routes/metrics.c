@@ -17,8 +17,10 @@
 #include "core/offload.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_metrics.h"
 #include "domain/crypto.h"
 #include "domain/roles.h"
+#include "routes/dbreq.h"
 #include "routes/routes.h"
 #include "rt/redis.h"
 #include "rt/streams.h"
@@ -27,10 +29,6 @@ typedef struct metrics_state {
     long long rss_bytes; /* -1: unknown */
     long long open_fds;
 } metrics_state_t;
-
-static const char SQL_OUTBOX[] =
-    "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8"
-    " FROM outbox WHERE sent_at IS NULL";
 
 static void proc_work(void *data)
 {
@@ -83,9 +81,12 @@ static void on_outbox(http_req_t *req, db_result_t *r)
           ok ? 1 : 0);
     if (ok) {
         gauge(&b, "coachd_outbox_depth", "Mail and push messages not yet sent.", "gauge",
-              (double)db_getll(r, 0, 0, 0));
+              (double)db_getll(r, 0, METRICS_OUTBOX_DEPTH, 0));
         gauge(&b, "coachd_outbox_oldest_age_seconds", "Age of the oldest unsent message.", "gauge",
-              strtod(db_get(r, 0, 1) ? db_get(r, 0, 1) : "0", NULL));
+              strtod(db_get(r, 0, METRICS_OUTBOX_OLDEST_AGE_SECONDS)
+                         ? db_get(r, 0, METRICS_OUTBOX_OLDEST_AGE_SECONDS)
+                         : "0",
+                     NULL));
     }
     gauge(&b, "coachd_streams_open", "Open event streams (SSE) on this worker.", "gauge",
           (double)streams_count());
@@ -108,7 +109,7 @@ static void on_outbox(http_req_t *req, db_result_t *r)
 static void on_proc(http_req_t *req, void *data)
 {
     (void)data;
-    db_req_query(req, SQL_OUTBOX, 0, NULL, on_outbox);
+    db_req_query(req, SQL_METRICS_OUTBOX, 0, NULL, on_outbox);
 }
 
 static void get_metrics(http_req_t *req)

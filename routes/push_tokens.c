@@ -8,12 +8,15 @@
  * are accepted as well, as 1..255 visible ASCII characters. Both routes stay usable while the
  * caller has pending invites (apps register the device right after sign-in).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/json.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_push_tokens.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/routes.h"
 
@@ -24,24 +27,6 @@
  * beyond that the oldest go (every push fans out to every token, so an unbounded list would
  * make each notification cost more, and a stolen session could fill it). */
 #define PUSH_TOKENS_PER_USER 20
-#define STR_(x) #x
-#define STR(x) STR_(x)
-static const char SQL_REGISTER[] =
-    "WITH p AS (INSERT INTO push_tokens AS p (token, user_id, platform) VALUES ($1, $2, $3)"
-    "   ON CONFLICT (token) DO UPDATE SET user_id = EXCLUDED.user_id,"
-    "   platform = EXCLUDED.platform, updated_at = now(),"
-    "   created_at = CASE WHEN p.user_id = EXCLUDED.user_id THEN p.created_at ELSE now() END"
-    "   RETURNING token, platform, created_at, (xmax = 0) AS fresh),"
-    " old AS (DELETE FROM push_tokens WHERE user_id = $2 AND token <> $1 AND token NOT IN"
-    "   (SELECT token FROM push_tokens WHERE user_id = $2 AND token <> $1"
-    "   ORDER BY created_at DESC, token DESC LIMIT " STR(
-        PUSH_TOKENS_PER_USER) " - 1))"
-                              " SELECT json_build_object('data', json_build_object('token', token,"
-                              "   'platform', platform, 'createdAt', iso(created_at))), fresh FROM "
-                              "p";
-
-static const char SQL_DELETE[] = "DELETE FROM push_tokens WHERE token = $1 AND user_id = $2";
-
 /* 1..255 visible ASCII characters (no spaces or controls). */
 static bool token_ok(const char *s)
 {
@@ -54,15 +39,15 @@ static bool token_ok(const char *s)
 
 static void register_on_row(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *inserted = db_get(r, 0, 1);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *inserted = db_get(r, 0, PUSH_TOKEN_REGISTER_FRESH);
     reply_db_json(req, inserted && inserted[0] == 't' ? 201 : 200, r);
 }
 
 static void register_token(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     int before = v.n;
     const char *token = field_str(req, body, "token", &v, true, 1, 4096, true);
@@ -75,13 +60,15 @@ static void register_token(http_req_t *req)
         verr_add(&v, "platform", "must be ios, android or web");
     if (verr_reply(req, &v)) return;
     caller_t *c = context_caller(req);
-    const char *params[] = {token, c->user_id, platform};
-    db_req_query(req, SQL_REGISTER, 3, params, register_on_row);
+    char keep[16];
+    snprintf(keep, sizeof(keep), "%d", PUSH_TOKENS_PER_USER - 1);
+    const char *params[] = {token, c->user_id, platform, keep};
+    db_req_query(req, SQL_PUSH_TOKEN_REGISTER, 4, params, register_on_row);
 }
 
 static void delete_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     const char *n = PQcmdTuples(r->pg);
     if (!n || strcmp(n, "0") == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "Push token not found");
@@ -95,7 +82,7 @@ static void delete_token(http_req_t *req)
     caller_t *c = context_caller(req);
     const char *token = http_req_param(req, 0);
     const char *params[] = {token, c->user_id};
-    db_req_query(req, SQL_DELETE, 2, params, delete_on_done);
+    db_req_query(req, SQL_PUSH_TOKEN_DELETE, 2, params, delete_on_done);
 }
 
 static const route_t push_token_routes[] = {

@@ -18,10 +18,12 @@
 #include "core/router.h"
 #include "core/url.h"
 #include "db/db.h"
+#include "db/q_recovery.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "domain/urlcheck.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
@@ -37,60 +39,6 @@ typedef struct rec_state {
     char hash[PASSWORD_ENCODED_MAX];
     int rc;
 } rec_state_t;
-
-static const char SQL_FORGET[] =
-    "WITH u AS (SELECT id, email, preferred_language FROM users WHERE email = $1"
-    "   AND status = 'active'),"
-    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
-    "   SELECT $2, 'password_reset', id, $3, now() + interval '1 hour' FROM u),"
-    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail',"
-    "   CASE WHEN COALESCE($4, u.preferred_language, 'en') = 'es'"
-    "   THEN jsonb_build_object('to', u.email, 'subject', $8::text, 'text', $9::text,"
-    "     'html', $10::text)"
-    "   ELSE jsonb_build_object('to', u.email, 'subject', $5::text, 'text', $6::text,"
-    "     'html', $7::text) END FROM u)"
-    " SELECT count(*) FROM u";
-
-static const char SQL_RESEND[] =
-    "WITH u AS (SELECT id, email, preferred_language FROM users WHERE email = $1"
-    "   AND status = 'active' AND NOT email_verified),"
-    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
-    "   SELECT $2, 'email_verify', id, $3, now() + interval '24 hours' FROM u),"
-    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail',"
-    "   CASE WHEN COALESCE($4, u.preferred_language, 'en') = 'es'"
-    "   THEN jsonb_build_object('to', u.email, 'subject', $8::text, 'text', $9::text,"
-    "     'html', $10::text)"
-    "   ELSE jsonb_build_object('to', u.email, 'subject', $5::text, 'text', $6::text,"
-    "     'html', $7::text) END FROM u)"
-    " SELECT count(*) FROM u";
-
-static const char SQL_RESET_CHECK[] =
-    "SELECT user_id FROM verifications WHERE token_hash = $1 AND kind = 'password_reset'"
-    " AND used_at IS NULL AND expires_at > now()";
-
-/* Consumes the token, stores the new hash and ends every other session of the user. */
-static const char SQL_RESET_APPLY[] =
-    "WITH t AS (UPDATE verifications SET used_at = now() WHERE token_hash = $1"
-    "   AND kind = 'password_reset' AND used_at IS NULL AND expires_at > now()"
-    "   RETURNING user_id),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT user_id, $2 FROM t"
-    "   ON CONFLICT (user_id) DO UPDATE SET password_hash = EXCLUDED.password_hash,"
-    "   updated_at = now()),"
-    " d AS (DELETE FROM sessions WHERE user_id IN (SELECT user_id FROM t)"
-    "   AND id IS DISTINCT FROM $3::uuid RETURNING user_id)"
-    " SELECT user_id FROM t";
-
-static const char SQL_VERIFY[] =
-    "WITH t AS (SELECT id, user_id, expires_at, used_at FROM verifications"
-    "   WHERE token_hash = $1 AND kind = 'email_verify'),"
-    " c AS (UPDATE verifications SET used_at = now() WHERE id IN"
-    "   (SELECT id FROM t WHERE used_at IS NULL AND expires_at > now()) RETURNING user_id),"
-    " u AS (UPDATE users SET email_verified = true, updated_at = now()"
-    "   WHERE id IN (SELECT user_id FROM c) RETURNING id)"
-    " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM t WHERE used_at IS NULL) THEN 'invalid_token'"
-    "   WHEN NOT EXISTS (SELECT 1 FROM c) THEN 'token_expired' ELSE 'ok' END,"
-    "   (SELECT preferred_language FROM users WHERE id IN (SELECT user_id FROM t)),"
-    "   (SELECT id FROM u)";
 
 /* Renders one message in both languages into params[first..first+5]. */
 static void render_both(http_req_t *req, int (*render)(const char *, const char *, mail_msg_t *),
@@ -114,7 +62,7 @@ static void render_both(http_req_t *req, int (*render)(const char *, const char 
 /* r is NULL when the cooldown skipped the statement. */
 static void forget_on_done(http_req_t *req, db_result_t *r)
 {
-    if (r && db_failed_or_reply(req, r)) return;
+    if (r && !db_ok_or_reply(req, r)) return;
     if (r) outbox_kick();
     http_reply_json(req, 200,
                     "{\"success\":true,\"message\":\"If an account exists for this email, a "
@@ -134,8 +82,8 @@ static const char *reset_link(http_req_t *req, const char *redirect, const char 
 }
 
 /* Issues a single-use token for st->email and queues its mail in both languages with one
- * statement (SQL_FORGET / SQL_RESEND: $1 email, $2 id, $3 token hash, $4 the redirect's lang,
- * $5-$10 the renderings); the statement writes nothing for an unknown address. */
+ * statement (SQL_RECOVERY_FORGET / SQL_RECOVERY_RESEND: $1 email, $2 id, $3 token hash, $4 the
+ * redirect's lang, $5-$10 the renderings); the statement writes nothing for an unknown address. */
 static void queue_token_mail(http_req_t *req, const char *sql, bool reset, db_req_cb done)
 {
     rec_state_t *st = req->data;
@@ -169,7 +117,7 @@ static void forget_on_cooldown(bool allowed, int retry_after, bool error, void *
         forget_on_done(req, NULL);
         goto done;
     }
-    queue_token_mail(req, SQL_FORGET, true, forget_on_done);
+    queue_token_mail(req, SQL_RECOVERY_FORGET, true, forget_on_done);
 done:
     http_req_unref(req);
 }
@@ -184,8 +132,8 @@ static void forget_limited(http_req_t *req)
 
 static void forget_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -199,24 +147,23 @@ static void forget_password(http_req_t *req)
 
 static void reset_on_applied(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
     }
     /* The deleted sessions' open streams close on every worker. */
     caller_t *c = context_caller(req);
-    events_sessions_ended(db_get(r, 0, 0), c ? c->session_id : NULL);
+    events_sessions_ended(db_get(r, 0, RECOVERY_RESET_APPLY_USER_ID), c ? c->session_id : NULL);
     static const char ok[] = "{\"success\":true}";
-    ctx_invalidate_then_reply(req, 'u', db_get(r, 0, 0), 200, ok, sizeof(ok) - 1);
+    ctx_invalidate_then_reply(req, 'u', db_get(r, 0, RECOVERY_RESET_APPLY_USER_ID), 200, ok,
+                              sizeof(ok) - 1);
 }
 
 static void hash_work(void *data)
 {
     rec_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->new_password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->new_password, st->hash);
 }
 
 static void reset_on_hashed(http_req_t *req, void *data)
@@ -230,12 +177,12 @@ static void reset_on_hashed(http_req_t *req, void *data)
     char th[TOKEN_HASH_LEN + 1];
     token_hash(st->token, th);
     const char *params[] = {th, st->hash, c ? c->session_id : NULL};
-    db_req_query(req, SQL_RESET_APPLY, 3, params, reset_on_applied);
+    db_req_query(req, SQL_RECOVERY_RESET_APPLY, 3, params, reset_on_applied);
 }
 
 static void reset_on_check(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
         return;
@@ -245,8 +192,8 @@ static void reset_on_check(http_req_t *req, db_result_t *r)
 
 static void reset_password(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->token = field_str(req, body, "token", &v, true, 1, TOKEN_MAX_LEN, true);
@@ -260,14 +207,14 @@ static void reset_password(http_req_t *req)
     char th[TOKEN_HASH_LEN + 1];
     token_hash(st->token, th);
     const char *params[] = {th};
-    db_req_query(req, SQL_RESET_CHECK, 1, params, reset_on_check);
+    db_req_query(req, SQL_RECOVERY_RESET_CHECK, 1, params, reset_on_check);
 }
 
 /* ---- resend-activation ---- */
 
 static void resend_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     outbox_kick();
     char *body = arena_printf(&req->arena,
                               "{\"success\":true,\"message\":\"If an unverified account exists for "
@@ -292,15 +239,15 @@ static void resend_on_cooldown(bool allowed, int retry_after, bool error, void *
                                 retry_after);
         goto done;
     }
-    queue_token_mail(req, SQL_RESEND, false, resend_on_done);
+    queue_token_mail(req, SQL_RECOVERY_RESEND, false, resend_on_done);
 done:
     http_req_unref(req);
 }
 
 static void resend_activation(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     rec_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->email = field_email(req, body, "email", &v, true);
@@ -316,11 +263,12 @@ static void resend_activation(http_req_t *req)
 
 static void verify_on_done(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *outcome = db_get(r, 0, 0);
-    const char *profile_lang = db_get(r, 0, 1);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *outcome = db_get(r, 0, RECOVERY_VERIFY_OUTCOME);
+    const char *profile_lang = db_get(r, 0, RECOVERY_VERIFY_PREFERRED_LANGUAGE);
     const char *callback = req->data;
-    ctx_invalidate_user(db_get(r, 0, 2)); /* email_verified is part of the invite gate */
+    ctx_invalidate_user(db_get(
+        r, 0, RECOVERY_VERIFY_VERIFIED_USER_ID)); /* email_verified is part of the invite gate */
     const char *lang = callback ? urlcheck_lang(callback) : NULL;
     if (!lang) lang = profile_lang && strcmp(profile_lang, "es") == 0 ? "es" : "en";
     const char *loc;
@@ -353,7 +301,7 @@ static void verify_email(http_req_t *req)
     char th[TOKEN_HASH_LEN + 1];
     token_hash(token, th);
     const char *params[] = {th};
-    db_req_query(req, SQL_VERIFY, 1, params, verify_on_done);
+    db_req_query(req, SQL_RECOVERY_VERIFY, 1, params, verify_on_done);
 }
 
 static const route_t recovery_routes[] = {

@@ -12,12 +12,13 @@
  *   GET    /api/sessions/:id/video-token  AccessToken2 RTC publisher token, 1 hour
  *   POST   /api/sessions/:id/reactions    call-reaction event
  *
- * Writes run in a transaction (routes/txreq.h): the mentorship (create) or the session (update)
- * is locked, the rules are checked in C, the notices are rendered from what the locking read
- * returned (start time in each recipient's zone and language), then one statement writes and
- * another queues the notices in the outbox, and COMMIT. session-update is published after
- * commit. The spacing rule is the exclusion constraint mentorship_sessions_spacing (23P01 ->
- * 409 SESSION_CONFLICT), so concurrent creates cannot both win.
+ * SQL: db/queries/sessions.sql. Writes are the two steps of routes/txreq.h: BEGIN and the
+ * locking read of the mentorship (create) or the session (update); the rules are checked in C,
+ * the notices rendered from what the locking read returned (start time in each recipient's
+ * zone and language); then one statement writes, another queues the notices in the outbox, and
+ * COMMIT. session-update is published after commit. The spacing rule is the exclusion constraint
+ * mentorship_sessions_spacing (23P01 -> 409 SESSION_CONFLICT), so concurrent creates cannot both
+ * win.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_sessions.h"
 #include "domain/accesstoken2.h"
 #include "domain/ids.h"
 #include "domain/reactions.h"
@@ -36,9 +38,11 @@
 #include "domain/transitions.h"
 #include "domain/validate.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
-#include "routes/perm.h"
 #include "routes/mentoring.h"
+#include "routes/perm.h"
+#include "routes/page_list.h"
 #include "routes/routes.h"
 #include "routes/txreq.h"
 #include "rt/events.h"
@@ -54,11 +58,6 @@ static void delete_session(http_req_t *req);
 static void video_token(http_req_t *req);
 static void react(http_req_t *req);
 
-static bool is_sqlstate(const db_result_t *r, const char *state)
-{
-    return !r->ok && r->sqlstate && strcmp(r->sqlstate, state) == 0;
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -68,70 +67,15 @@ static int64_t now_ms(void)
 
 /* ---- list ---- */
 
-/* $1 org, $2 status, $3 mentorship, $4 from, $5 to, $6 limit, $7 offset, $8 show mentorship
- * notes, $9 the participant. The from/to bounds are always present (infinite when unset) so
- * that the (organization_id, scheduled_at) index serves them in a generic plan too.
- *
- * Plain rows, rendered to JSON in C (on_list): column 0 the total count (an index-only count
- * over the covering org index), 1 the organization's mentoring-list version (same snapshot, for
- * the page cache of mentoring.h), then one session per row (S_COL_*), its mentorship, coach and
- * teacher joined once per page. A page past the end is one row whose session columns are NULL,
- * so the count still comes back. */
-#define SQL_S_LIST(WHERE_)                                                                                                                                                                                     \
-    "WITH f AS NOT MATERIALIZED (SELECT s.* FROM mentorship_sessions s WHERE " WHERE_                                                                                                                          \
-    "   AND s.scheduled_at >= COALESCE($4::timestamptz, '-infinity')"                                                                                                                                          \
-    "   AND s.scheduled_at <= COALESCE($5::timestamptz, 'infinity')"                                                                                                                                           \
-    "   AND ($2::text IS NULL OR s.status = $2) AND ($3::uuid IS NULL OR s.mentorship_id = $3))"                                                                                                               \
-    " SELECT h.total, h.ver, p.* FROM (SELECT count(*) AS total, (SELECT sum(version)::bigint"                                                                                                                 \
-    "   FROM mentoring_list_versions WHERE organization_id = $1::uuid) AS ver FROM f) h"                                                                                                                       \
-    " LEFT JOIN LATERAL ("                                                                                                                                                                                     \
-    "   SELECT s.id AS sid, s.mentorship_id, " MENTORING_MS(                                                                                                                                                   \
-        "s.scheduled_at") ", s.duration_minutes,"                                                                                                                                                              \
-                          "     s.timezone, s.notes, s.status, s.video_channel, " MENTORING_MS(                                                                                                                \
-                              "s.cancelled_at") ","                                                                                                                                                            \
-                                                "     s.cancelled_by, " MENTORING_MS(                                                                                                                          \
-                                                    "s.completed_at") ", " MENTORING_MS("s."                                                                                                                   \
-                                                                                        "created_"                                                                                                             \
-                                                                                        "at") ","                                                                                                              \
-                                                                                              "  "                                                                                                             \
-                                                                                              "  "                                                                                                             \
-                                                                                              " " MENTORING_MS("s.updated_at") ", " MENTORING_MENTORSHIP_COLS(                                                 \
-                                                                                                  "m",                                                                                                         \
-                                                                                                  "$8::boolean") ","                                                                                           \
-                                                                                                                 "     " MENTORING_USER_COLS("c") ", " MENTORING_USER_COLS(                                    \
-                                                                                                                     "t") ", s.scheduled_at AS k1"                                                             \
-                                                                                                                          "   FROM (SELECT * FROM f ORDER BY scheduled_at, id LIMIT $6::int OFFSET $7::int) s" \
-                                                                                                                          "   JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"  \
-                                                                                                                          "   JOIN users t ON t.id = m.teacher_id) p ON true"                                  \
-                                                                                                                          " ORDER BY p.k1, p.sid"
-
-enum {
-    S_COL_VERSION = 1,
-    S_COL_ID,
-    S_COL_MENTORSHIP_ID,
-    S_COL_SCHEDULED,
-    S_COL_DURATION,
-    S_COL_TIMEZONE,
-    S_COL_NOTES,
-    S_COL_STATUS,
-    S_COL_CHANNEL,
-    S_COL_CANCELLED,
-    S_COL_CANCELLED_BY,
-    S_COL_COMPLETED,
-    S_COL_CREATED,
-    S_COL_UPDATED,
-    S_COL_MENTORSHIP,
-    S_COL_COACH = S_COL_MENTORSHIP + MENTORING_MENTORSHIP_NCOLS,
-    S_COL_TEACHER = S_COL_COACH + MENTORING_USER_NCOLS,
-};
-
-static const char SQL_S_LIST_ORG[] = SQL_S_LIST("s.organization_id = $1 AND $9::text IS NULL");
-static const char SQL_S_LIST_COACH[] =
-    SQL_S_LIST("s.mentorship_id IN (SELECT id FROM mentorships WHERE coach_id = $9"
-               " AND organization_id = $1)");
-static const char SQL_S_LIST_TEACHER[] =
-    SQL_S_LIST("s.mentorship_id IN (SELECT id FROM mentorships WHERE teacher_id = $9"
-               " AND organization_id = $1)");
+/* The three list statements (db/queries/sessions.sql) share one column layout; the mentorship,
+ * coach and teacher blocks are those that mentoring.h renders. */
+_Static_assert(SESSION_LIST_ORG_M_NOTES - SESSION_LIST_ORG_M_ID == MENTORING_M_NOTES &&
+                   SESSION_LIST_ORG_M_UPDATED_MS - SESSION_LIST_ORG_M_ID ==
+                       MENTORING_M_UPDATED_MS &&
+                   SESSION_LIST_ORG_C_ID - SESSION_LIST_ORG_M_ID == MENTORING_M_NCOLS &&
+                   SESSION_LIST_ORG_T_ID - SESSION_LIST_ORG_C_ID == MENTORING_U_NCOLS &&
+                   SESSION_LIST_ORG_T_AVATAR_URL - SESSION_LIST_ORG_T_ID == MENTORING_U_AVATAR_URL,
+               "session list columns match the blocks of mentoring.h");
 
 static bool valid_session_status(const char *s)
 {
@@ -163,58 +107,46 @@ static void json_time_member(buf_t *b, const char *key, const db_result_t *r, in
 }
 
 typedef struct list_state {
-    const char *sql;
-    const char *params[9];
-    const char *key; /* page cache key */
+    page_list_t pl;  /* first: render gets it back */
+    bool show_notes; /* the mentorship's notes (hidden from teachers) */
 } list_state_t;
 
 /* The same members, in the same order, as session_full_json() (0006_mentorships.sql). */
-static void on_list(http_req_t *req, db_result_t *r)
+static long long render_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, 64 + (size_t)db_nrows(r) * 1400);
-    buf_puts(&b, "{\"data\":[");
+    list_state_t *st = (list_state_t *)pl;
+    (void)req;
+    buf_puts(b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
-        if (db_isnull(r, i, S_COL_ID)) continue;
-        json_str_member(&b, items++ ? ",{\"id\":" : "{\"id\":", r, i, S_COL_ID);
-        json_str_member(&b, ",\"mentorshipId\":", r, i, S_COL_MENTORSHIP_ID);
-        json_time_member(&b, ",\"scheduledAt\":", r, i, S_COL_SCHEDULED);
-        buf_puts(&b, ",\"durationMinutes\":");
-        buf_puts(&b, db_isnull(r, i, S_COL_DURATION) ? "null" : db_get(r, i, S_COL_DURATION));
-        json_str_member(&b, ",\"timezone\":", r, i, S_COL_TIMEZONE);
-        json_str_member(&b, ",\"notes\":", r, i, S_COL_NOTES);
-        json_str_member(&b, ",\"status\":", r, i, S_COL_STATUS);
-        json_str_member(&b, ",\"videoChannel\":", r, i, S_COL_CHANNEL);
-        json_time_member(&b, ",\"cancelledAt\":", r, i, S_COL_CANCELLED);
-        json_str_member(&b, ",\"cancelledBy\":", r, i, S_COL_CANCELLED_BY);
-        json_time_member(&b, ",\"completedAt\":", r, i, S_COL_COMPLETED);
-        json_time_member(&b, ",\"createdAt\":", r, i, S_COL_CREATED);
-        json_time_member(&b, ",\"updatedAt\":", r, i, S_COL_UPDATED);
-        buf_puts(&b, ",\"mentorship\":{");
-        mentoring_json_mentorship_members(&b, r, i, S_COL_MENTORSHIP);
-        buf_puts(&b, "},\"coach\":");
-        mentoring_json_user(&b, r, i, S_COL_COACH);
-        buf_puts(&b, ",\"teacher\":");
-        mentoring_json_user(&b, r, i, S_COL_TEACHER);
-        buf_putc(&b, '}');
+        if (db_isnull(r, i, SESSION_LIST_ORG_ID)) continue;
+        json_str_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, SESSION_LIST_ORG_ID);
+        json_str_member(b, ",\"mentorshipId\":", r, i, SESSION_LIST_ORG_MENTORSHIP_ID);
+        json_time_member(b, ",\"scheduledAt\":", r, i, SESSION_LIST_ORG_SCHEDULED_MS);
+        buf_puts(b, ",\"durationMinutes\":");
+        buf_puts(b, db_isnull(r, i, SESSION_LIST_ORG_DURATION_MINUTES)
+                        ? "null"
+                        : db_get(r, i, SESSION_LIST_ORG_DURATION_MINUTES));
+        json_str_member(b, ",\"timezone\":", r, i, SESSION_LIST_ORG_TIMEZONE);
+        json_str_member(b, ",\"notes\":", r, i, SESSION_LIST_ORG_NOTES);
+        json_str_member(b, ",\"status\":", r, i, SESSION_LIST_ORG_STATUS);
+        json_str_member(b, ",\"videoChannel\":", r, i, SESSION_LIST_ORG_VIDEO_CHANNEL);
+        json_time_member(b, ",\"cancelledAt\":", r, i, SESSION_LIST_ORG_CANCELLED_MS);
+        json_str_member(b, ",\"cancelledBy\":", r, i, SESSION_LIST_ORG_CANCELLED_BY);
+        json_time_member(b, ",\"completedAt\":", r, i, SESSION_LIST_ORG_COMPLETED_MS);
+        json_time_member(b, ",\"createdAt\":", r, i, SESSION_LIST_ORG_CREATED_MS);
+        json_time_member(b, ",\"updatedAt\":", r, i, SESSION_LIST_ORG_UPDATED_MS);
+        buf_puts(b, ",\"mentorship\":{");
+        mentoring_json_mentorship_members(b, r, i, SESSION_LIST_ORG_M_ID, st->show_notes);
+        buf_puts(b, "},\"coach\":");
+        mentoring_json_user(b, r, i, SESSION_LIST_ORG_C_ID);
+        buf_puts(b, ",\"teacher\":");
+        mentoring_json_user(b, r, i, SESSION_LIST_ORG_T_ID);
+        buf_putc(b, '}');
     }
-    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
-    if (n > 0)
-        page_cache_put(mentoring_session_pages, st->key, page_row_version(r, S_COL_VERSION), b.data,
-                       b.len);
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-}
-
-/* A cached page was found: reuse it when the version is still current, else read afresh. */
-static void on_version(http_req_t *req, db_result_t *r)
-{
-    list_state_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    if (page_cache_reply(mentoring_session_pages, st->key, page_row_version(r, 0), req)) return;
-    db_req_query(req, st->sql, 9, st->params, on_list);
+    buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",
+               n > 0 ? db_getll(r, 0, SESSION_LIST_ORG_TOTAL, 0) : 0LL);
+    return page_row_version(r, SESSION_LIST_ORG_VERSION);
 }
 
 static void list_sessions(http_req_t *req)
@@ -236,33 +168,28 @@ static void list_sessions(http_req_t *req)
     if (to_s && !(to = iso_or_null(req, to_s, NULL)))
         verr_add(&v, "to", "must be an ISO 8601 date-time");
     if (verr_reply(req, &v)) return;
-    const char *sql = SQL_S_LIST_ORG, *who = NULL;
+    const char *sql = SQL_SESSION_LIST_ORG, *who = NULL;
     perm_actor_t a = perm_actor(c);
     perm_scope_t scope = perm_mentoring_scope(&a);
     if (scope != PERM_SCOPE_ALL) {
-        sql = scope == PERM_SCOPE_COACH ? SQL_S_LIST_COACH : SQL_S_LIST_TEACHER;
+        sql = scope == PERM_SCOPE_COACH ? SQL_SESSION_LIST_COACH : SQL_SESSION_LIST_TEACHER;
         who = c->user_id;
     }
     const char *show_notes = mentoring_show_notes(c);
     list_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    const char *params[] = {c->org_id, status, mentorship, from, to,
-                            limit,     offset, show_notes, who};
-    memcpy(st->params, params, sizeof(params));
-    st->sql = sql;
+    const char *params[] = {c->org_id, status, mentorship, from, to, limit, offset, who};
+    page_list_init(&st->pl, mentoring_session_pages, sql, 8, params, SQL_MENTORING_VERSION,
+                   c->org_id, render_list, 1400);
+    st->show_notes = show_notes[0] == 't';
     /* The visibility class is the statement, the participant (who) and whether notes show;
      * the rest is the normalized query (from / to as normalized ISO text). */
-    const char *class = sql == SQL_S_LIST_ORG     ? "all"
-                        : sql == SQL_S_LIST_COACH ? "coach"
-                                                  : "teacher";
+    const char *class = sql == SQL_SESSION_LIST_ORG     ? "all"
+                        : sql == SQL_SESSION_LIST_COACH ? "coach"
+                                                        : "teacher";
     const char *fields[] = {class, c->org_id, status, mentorship, from,
                             to,    limit,     offset, show_notes, who};
-    st->key = page_cache_key(req, 10, fields);
-    req->data = st;
-    if (page_cache_has(mentoring_session_pages, st->key)) {
-        db_req_query(req, SQL_MENTORING_VERSION, 1, params, on_version);
-        return;
-    }
-    db_req_query(req, sql, 9, params, on_list);
+    st->pl.key = page_cache_key(req, 10, fields);
+    page_list_reply(req, &st->pl);
 }
 
 /* ---- create ---- */
@@ -273,90 +200,37 @@ typedef struct create_state {
     const char *mentorship_id, *scheduled_at, *duration, *timezone, *notes;
     const char *coach_id, *teacher_id;
     const char *notices;
-    char *json;
 } create_state_t;
 
-/* Locks the mentorship FOR SHARE (so it cannot end meanwhile) and prepares the notices. */
-static const char SQL_S_CREATE_LOAD[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id, m.status,"
-    "   session_notice_json($2::uuid, m, c, t, $3::timestamptz, $4::int, $5)"
-    " FROM mentorships m JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id"
-    " WHERE m.id = $1 FOR SHARE OF m";
-
-static const char SQL_S_INSERT[] =
-    "WITH s AS (INSERT INTO mentorship_sessions (id, mentorship_id, organization_id,"
-    "   scheduled_at, duration_minutes, timezone, notes, video_channel)"
-    "   SELECT $1::uuid, m.id, m.organization_id, $3::timestamptz, $4::int, $5, $6,"
-    "     'ms_' || $1::uuid || '_' || floor(extract(epoch FROM now()) * 1000)::bigint"
-    "   FROM mentorships m WHERE m.id = $2 RETURNING *)"
-    " SELECT json_build_object('data', session_full_json(s::mentorship_sessions, m, c, t, true))"
-    " FROM s JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"
-    " JOIN users t ON t.id = m.teacher_id";
-
-static void create_on_commit(http_req_t *req, db_result_t *r)
+/* Step 2: the session is in, the notices queued, committed (23P01 -> 409 SESSION_CONFLICT
+ * through routes/dberr.c). */
+static void create_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     create_state_t *st = req->data;
-    if (is_sqlstate(r, "23P01")) {
-        http_reply_error(req, 409, "SESSION_CONFLICT",
-                         "Another session of this mentorship is within 15 minutes");
-        return;
-    }
-    if (db_failed_or_reply(req, r)) return;
+    (void)t;
     if (st->notices) outbox_kick();
     mentoring_publish_session_update(context_caller(req)->org_id, st->mentorship_id, st->coach_id,
                                      st->teacher_id);
-    http_reply_json(req, 201, st->json);
+    http_reply_jsonn(req, 201, db_get(res, 0, SESSION_INSERT_JSON),
+                     db_getlen(res, 0, SESSION_INSERT_JSON));
 }
 
-static void create_on_queued(http_req_t *req, db_result_t *r)
+/* Step 1: the mentorship is locked FOR SHARE; check it and render the notices. */
+static void create_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     create_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    txreq_commit(&st->tx, create_on_commit);
-}
-
-static void create_on_inserted(http_req_t *req, db_result_t *r)
-{
-    create_state_t *st = req->data;
-    if (is_sqlstate(r, "23P01")) {
-        txreq_error(&st->tx, 409, "SESSION_CONFLICT",
-                    "Another session of this mentorship is within 15 minutes");
+    if (!mentoring_changeable_or_replied(t, res)) return;
+    st->coach_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_CREATE_LOCK_COACH_ID));
+    st->teacher_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_CREATE_LOCK_TEACHER_ID));
+    if (strcmp(db_get(res, 0, SESSION_CREATE_LOCK_STATUS), "active") != 0) {
+        txreq_error(t, 422, "UNPROCESSABLE", "The mentorship is not active");
         return;
     }
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    st->json = arena_strndup(&req->arena, db_get(r, 0, 0), db_getlen(r, 0, 0));
-    if (st->notices) {
-        const char *params[] = {st->notices};
-        txreq_query(&st->tx, SQL_MENTORING_QUEUE_NOTICES, 1, params, create_on_queued);
-        return;
-    }
-    txreq_commit(&st->tx, create_on_commit);
-}
-
-static void create_on_loaded(http_req_t *req, db_result_t *r)
-{
-    create_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    if (!mentoring_changeable_or_replied(&st->tx, r)) return;
-    st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
-    st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    if (strcmp(db_get(r, 0, 3), "active") != 0) {
-        txreq_error(&st->tx, 422, "UNPROCESSABLE", "The mentorship is not active");
-        return;
-    }
-    st->notices = mentoring_notices_render(req, MENTORING_NOTICE_SCHEDULED, db_get(r, 0, 4));
-    const char *params[] = {st->id,       st->mentorship_id, st->scheduled_at,
+    st->notices = mentoring_notices_render(req, MENTORING_NOTICE_SCHEDULED,
+                                           db_get(res, 0, SESSION_CREATE_LOCK_NOTICES));
+    const char *insert[] = {st->id,       st->mentorship_id, st->scheduled_at,
                             st->duration, st->timezone,      st->notes};
-    txreq_query(&st->tx, SQL_S_INSERT, 6, params, create_on_inserted);
-}
-
-static void create_on_begin(http_req_t *req, db_result_t *r)
-{
-    create_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    const char *params[] = {st->mentorship_id, st->id, st->scheduled_at, st->duration,
-                            st->timezone};
-    txreq_query(&st->tx, SQL_S_CREATE_LOAD, 5, params, create_on_loaded);
+    mentoring_write_then(t, SQL_SESSION_INSERT, 6, insert, st->notices, create_done);
 }
 
 /* scheduledAt: ISO 8601 in the future. NULL (and a failure recorded) otherwise. */
@@ -390,22 +264,10 @@ static const char *field_duration(http_req_t *req, json_t *body, verr_t *v)
     return arena_printf(&req->arena, "%d", (int)json_integer_value(j));
 }
 
-static const char *field_timezone(http_req_t *req, json_t *body, verr_t *v)
-{
-    int before = v->n;
-    const char *s = field_str(req, body, "timezone", v, false, 1, VALIDATE_TZ_MAX, true);
-    if (!s || v->n != before) return NULL;
-    if (!validate_is_timezone(s)) {
-        verr_add(v, "timezone", "must be an IANA time zone");
-        return NULL;
-    }
-    return s;
-}
-
 static void create_session(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     create_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     verr_t v = {0};
     st->mentorship_id = field_str(req, body, "mentorshipId", &v, true, 1, 64, true);
@@ -415,51 +277,37 @@ static void create_session(http_req_t *req)
     }
     st->scheduled_at = field_future_time(req, body, &v, true);
     st->duration = field_duration(req, body, &v);
-    st->timezone = field_timezone(req, body, &v);
+    st->timezone = field_timezone(req, body, "timezone", &v, false);
     st->notes = field_str(req, body, "notes", &v, false, 0, 2000, false);
     if (verr_reply(req, &v)) return;
     if (!st->duration) st->duration = "60";
     if (!st->timezone) st->timezone = "UTC";
     new_uuid(st->id);
     req->data = st;
-    txreq_begin(&st->tx, req, create_on_begin);
+    const char *params[] = {st->mentorship_id, st->id, st->scheduled_at, st->duration,
+                            st->timezone};
+    txreq_stmt_t lock = {SQL_SESSION_CREATE_LOCK, 5, params};
+    txreq_read(&st->tx, req, &lock, 1, create_decide);
 }
 
 /* ---- get ---- */
-
-static const char SQL_S_GET[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id,"
-    "   json_build_object('data', session_full_json(s, m, c, t, $2::boolean)),"
-    "   s.video_channel, s.mentorship_id"
-    " FROM mentorship_sessions s JOIN mentorships m ON m.id = s.mentorship_id"
-    " JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id WHERE s.id = $1";
-
-static bool session_id_or_reply(http_req_t *req, const char **id)
-{
-    *id = http_req_param(req, 0);
-    if (!*id || !ids_is_uuid(*id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "The session id must be a UUID");
-        return false;
-    }
-    return true;
-}
 
 /* 404 / 403 for a session whose organization, coach and teacher are in columns 0..2; managers
  * of the organization and both participants may read it. */
 static void get_on_loaded(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
-    http_reply_jsonn(req, 200, db_get(r, 0, 3), db_getlen(r, 0, 3));
+    http_reply_jsonn(req, 200, db_get(r, 0, SESSION_GET_JSON), db_getlen(r, 0, SESSION_GET_JSON));
 }
 
 static void get_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     const char *params[] = {id, mentoring_show_notes(c)};
-    db_req_query(req, SQL_S_GET, 2, params, get_on_loaded);
+    db_req_query(req, SQL_SESSION_GET, 2, params, get_on_loaded);
 }
 
 /* ---- update and cancel ---- */
@@ -471,151 +319,89 @@ typedef struct upd_state {
     const char *scheduled_at, *duration, *timezone, *status;
     bool has_notes;
     const char *notes;
-    bool cancelling, changed;
+    bool changed;
     const char *notices;
     const char *mentorship_id, *coach_id, *teacher_id;
-    char *json;
 } upd_state_t;
 
-static const char SQL_S_LOCK[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id, s.status, s.mentorship_id,"
-    "   session_notice_json(s.id, m, c, t, s.scheduled_at, s.duration_minutes, s.timezone)"
-    " FROM mentorship_sessions s JOIN mentorships m ON m.id = s.mentorship_id"
-    " JOIN users c ON c.id = m.coach_id JOIN users t ON t.id = m.teacher_id"
-    " WHERE s.id = $1 FOR UPDATE OF s";
-
-/* $2 scheduledAt, $3 duration, $4 timezone, $5/$6 notes (flag, value), $7 status, $8 caller,
- * $9 show mentorship notes. */
-static const char SQL_S_UPDATE[] =
-    "WITH s AS (UPDATE mentorship_sessions SET"
-    "   scheduled_at = COALESCE($2::timestamptz, scheduled_at),"
-    "   duration_minutes = COALESCE($3::int, duration_minutes),"
-    "   timezone = COALESCE($4, timezone),"
-    "   notes = CASE WHEN $5::boolean THEN $6 ELSE notes END,"
-    "   status = COALESCE($7, status),"
-    "   cancelled_at = CASE WHEN $7 = 'cancelled' THEN now() ELSE cancelled_at END,"
-    "   cancelled_by = CASE WHEN $7 = 'cancelled' THEN $8 ELSE cancelled_by END,"
-    "   completed_at = CASE WHEN $7 = 'completed' THEN now() ELSE completed_at END,"
-    "   updated_at = now()"
-    "   WHERE id = $1 RETURNING *)"
-    " SELECT json_build_object('data', session_full_json(s::mentorship_sessions, m, c, t,"
-    "   $9::boolean))"
-    " FROM s JOIN mentorships m ON m.id = s.mentorship_id JOIN users c ON c.id = m.coach_id"
-    " JOIN users t ON t.id = m.teacher_id";
-
-static void upd_on_commit(http_req_t *req, db_result_t *r)
+/* Step 2: the session is written (or, when nothing changed, read again), the notices queued,
+ * committed. */
+static void upd_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     upd_state_t *st = req->data;
-    if (is_sqlstate(r, "23P01")) {
-        http_reply_error(req, 409, "SESSION_CONFLICT",
-                         "Another session of this mentorship is within 15 minutes");
-        return;
-    }
-    if (db_failed_or_reply(req, r)) return;
+    (void)t;
     if (st->notices) outbox_kick();
     if (st->changed)
         mentoring_publish_session_update(context_caller(req)->org_id, st->mentorship_id,
                                          st->coach_id, st->teacher_id);
-    http_reply_json(req, 200, st->json);
+    int col = st->changed ? SESSION_UPDATE_JSON : SESSION_GET_JSON;
+    http_reply_jsonn(req, 200, db_get(res, 0, col), db_getlen(res, 0, col));
 }
 
-static void upd_on_queued(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    txreq_commit(&st->tx, upd_on_commit);
-}
-
-static void upd_on_updated(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (is_sqlstate(r, "23P01")) {
-        txreq_error(&st->tx, 409, "SESSION_CONFLICT",
-                    "Another session of this mentorship is within 15 minutes");
-        return;
-    }
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    st->json = arena_strndup(&req->arena, db_get(r, 0, 0), db_getlen(r, 0, 0));
-    if (st->notices) {
-        const char *params[] = {st->notices};
-        txreq_query(&st->tx, SQL_MENTORING_QUEUE_NOTICES, 1, params, upd_on_queued);
-        return;
-    }
-    txreq_commit(&st->tx, upd_on_commit);
-}
-
-static void upd_on_current(http_req_t *req, db_result_t *r)
-{
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    st->json = arena_strndup(&req->arena, db_get(r, 0, 3), db_getlen(r, 0, 3));
-    txreq_commit(&st->tx, upd_on_commit);
-}
-
-static void upd_on_locked(http_req_t *req, db_result_t *r)
+/* Step 1: the session is locked; check the caller and the status move. */
+static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     upd_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (txreq_failed_or_reply(&st->tx, r)) return;
-    bool found = db_nrows(r) > 0;
+    bool found = db_nrows(res) > 0;
     perm_actor_t a = perm_actor(c);
-    if (!perm_allowed_or_rolled_back(&st->tx,
-                                     perm_session_change(&a, found ? db_get(r, 0, 0) : NULL,
-                                                         found ? db_get(r, 0, 1) : NULL,
-                                                         found ? db_get(r, 0, 2) : NULL)))
+    if (!perm_allowed_or_rolled_back(
+            t, perm_session_change(&a, found ? db_get(res, 0, SESSION_LOCK_ORGANIZATION_ID) : NULL,
+                                   found ? db_get(res, 0, SESSION_LOCK_COACH_ID) : NULL,
+                                   found ? db_get(res, 0, SESSION_LOCK_TEACHER_ID) : NULL)))
         return;
-    st->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
-    st->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    st->mentorship_id = arena_strdup(&req->arena, db_get(r, 0, 4));
+    st->coach_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_LOCK_COACH_ID));
+    st->teacher_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_LOCK_TEACHER_ID));
+    st->mentorship_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_LOCK_MENTORSHIP_ID));
+    const char *current = db_get(res, 0, SESSION_LOCK_STATUS);
     session_status_t from, to;
-    if (transitions_session_parse(db_get(r, 0, 3), &from) != 0) {
-        txreq_error(&st->tx, 500, "INTERNAL", "internal error");
+    if (transitions_session_parse(current, &from) != 0) {
+        txreq_error(t, 500, "INTERNAL", "internal error");
         return;
     }
     to = from;
     if (st->status && transitions_session_parse(st->status, &to) != 0) to = from;
     if (transitions_session_check(from, to) != 0) {
         if (st->is_delete)
-            txreq_error(
-                &st->tx, 422, "INVALID_TRANSITION",
-                arena_printf(&req->arena, "A %s session cannot be cancelled", db_get(r, 0, 3)));
+            txreq_error(t, 422, "INVALID_TRANSITION",
+                        arena_printf(&req->arena, "A %s session cannot be cancelled", current));
         else
-            txreq_error(&st->tx, 422, "INVALID_TRANSITION",
-                        arena_printf(&req->arena, "A session cannot move from %s to %s",
-                                     db_get(r, 0, 3), st->status));
+            txreq_error(t, 422, "INVALID_TRANSITION",
+                        arena_printf(&req->arena, "A session cannot move from %s to %s", current,
+                                     st->status));
         return;
     }
     bool reschedule = st->scheduled_at || st->duration || st->timezone;
     if (reschedule && transitions_session_is_final(from)) {
-        txreq_error(
-            &st->tx, 422, "INVALID_TRANSITION",
-            arena_printf(&req->arena, "A %s session cannot be rescheduled", db_get(r, 0, 3)));
+        txreq_error(t, 422, "INVALID_TRANSITION",
+                    arena_printf(&req->arena, "A %s session cannot be rescheduled", current));
         return;
     }
     /* The same status again is a no-op: it keeps cancelledAt / completedAt as they were. */
     if (to == from) st->status = NULL;
     st->changed = reschedule || st->has_notes || st->status;
-    st->cancelling = st->status && to == SESSION_STATUS_CANCELLED;
-    if (st->cancelling)
-        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED, db_get(r, 0, 5));
+    if (st->status && to == SESSION_STATUS_CANCELLED)
+        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
+                                               db_get(res, 0, SESSION_LOCK_NOTICES));
     const char *show = mentoring_show_notes(c);
     if (!st->changed) {
-        const char *params[] = {st->id, show};
-        txreq_query(&st->tx, SQL_S_GET, 2, params, upd_on_current);
+        const char *get[] = {st->id, show};
+        txreq_stmt_t read = {SQL_SESSION_GET, 2, get};
+        txreq_write(t, &read, 1, upd_done);
         return;
     }
-    const char *params[] = {
+    const char *update[] = {
         st->id,    st->scheduled_at, st->duration, st->timezone, st->has_notes ? "true" : "false",
         st->notes, st->status,       c->user_id,   show};
-    txreq_query(&st->tx, SQL_S_UPDATE, 9, params, upd_on_updated);
+    mentoring_write_then(t, SQL_SESSION_UPDATE, 9, update, st->notices, upd_done);
 }
 
-static void upd_on_begin(http_req_t *req, db_result_t *r)
+static void upd_start(http_req_t *req, upd_state_t *st)
 {
-    upd_state_t *st = req->data;
-    if (txreq_failed_or_reply(&st->tx, r)) return;
+    req->data = st;
     const char *params[] = {st->id};
-    txreq_query(&st->tx, SQL_S_LOCK, 1, params, upd_on_locked);
+    txreq_stmt_t lock = {SQL_SESSION_LOCK, 1, params};
+    txreq_read(&st->tx, req, &lock, 1, upd_decide);
 }
 
 /* A key sent as JSON null where a value is needed. */
@@ -629,9 +415,9 @@ static void patch_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     verr_t v = {0};
@@ -641,7 +427,7 @@ static void patch_session(http_req_t *req)
     refuse_null(body, "status", &v);
     st->scheduled_at = field_future_time(req, body, &v, false);
     st->duration = field_duration(req, body, &v);
-    st->timezone = field_timezone(req, body, &v);
+    st->timezone = field_timezone(req, body, "timezone", &v, false);
     st->has_notes = json_has(body, "notes");
     st->notes = field_str(req, body, "notes", &v, false, 0, 2000, false);
     int before = v.n;
@@ -655,20 +441,18 @@ static void patch_session(http_req_t *req)
     bool other_fields = json_has(body, "scheduledAt") || json_has(body, "durationMinutes") ||
                         json_has(body, "timezone") || st->has_notes;
     if (!perm_allowed_or_replied(req, perm_session_fields(&a, other_fields, st->status))) return;
-    req->data = st;
-    txreq_begin(&st->tx, req, upd_on_begin);
+    upd_start(req, st);
 }
 
 static void delete_session(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->is_delete = true;
     st->status = "cancelled";
-    req->data = st;
-    txreq_begin(&st->tx, req, upd_on_begin);
+    upd_start(req, st);
 }
 
 /* ---- video token ---- */
@@ -676,9 +460,9 @@ static void delete_session(http_req_t *req)
 static void video_on_loaded(http_req_t *req, db_result_t *r)
 {
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
-    const char *channel = db_get(r, 0, 4);
+    const char *channel = db_get(r, 0, SESSION_GET_VIDEO_CHANNEL);
     if (!channel || !*channel) {
         http_reply_error(req, 422, "UNPROCESSABLE", "The session has no video channel");
         return;
@@ -719,9 +503,9 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
 static void video_token(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
     const char *params[] = {id, "false"};
-    db_req_query(req, SQL_S_GET, 2, params, video_on_loaded);
+    db_req_query(req, SQL_SESSION_GET, 2, params, video_on_loaded);
 }
 
 /* ---- reactions ---- */
@@ -735,7 +519,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
 {
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (!mentoring_readable_or_replied(req, r, PERM_SESSION)) return;
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"emoji\":");
@@ -745,7 +529,8 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
     buf_puts(&d, ",\"sessionId\":");
     buf_json_str(&d, st->id);
     buf_putc(&d, '}');
-    events_publish(c->org_id, db_get(r, 0, 5), NULL, NULL, "call-reaction", d.data, false);
+    events_publish(c->org_id, db_get(r, 0, SESSION_GET_MENTORSHIP_ID), NULL, NULL, "call-reaction",
+                   d.data, false);
     char *json = arena_printf(&req->arena, "{\"data\":%s}", d.data);
     buf_free(&d);
     http_reply_json(req, 200, json);
@@ -754,9 +539,9 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
 static void react(http_req_t *req)
 {
     const char *id;
-    if (!session_id_or_reply(req, &id)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     react_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     json_t *e = json_object_get(body, "emoji");
@@ -769,7 +554,7 @@ static void react(http_req_t *req)
     st->id = lower_ascii(req, id);
     req->data = st;
     const char *params[] = {id, "false"};
-    db_req_query(req, SQL_S_GET, 2, params, react_on_loaded);
+    db_req_query(req, SQL_SESSION_GET, 2, params, react_on_loaded);
 }
 
 static const route_t session_routes[] = {

@@ -1,8 +1,8 @@
 /*
  * POST /api/setup/first-run: creates the first PlatformAdmin, once. The check and the insert
- * run in one transaction after a transaction-scoped advisory lock, so two concurrent calls
- * cannot both see "no admin yet" (a single statement would take its snapshot before waiting
- * for the lock).
+ * run in one transaction after a transaction-scoped advisory lock (the two steps of
+ * routes/txreq.h), so two concurrent calls cannot both see "no admin yet" (a single statement
+ * would take its snapshot before waiting for the lock). SQL: db/queries/setup.sql.
  *
  * Before any hashing: the per-IP/per-email auth limiter, then a plain read of "already
  * initialized" (409 at once), so a flood after set-up costs no argon2 time; hashing runs in the
@@ -16,118 +16,49 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_setup.h"
 #include "domain/password.h"
 #include "domain/text.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/routes.h"
-
-static const char SQL_INITIALIZED[] =
-    "SELECT EXISTS (SELECT 1 FROM users WHERE global_role IN ('Owner', 'PlatformAdmin'))";
-static const char SQL_LOCK[] = "SELECT pg_advisory_xact_lock(727274001)";
-static const char SQL_CREATE_ADMIN[] =
-    "WITH chk AS (SELECT NOT EXISTS (SELECT 1 FROM users"
-    "   WHERE global_role IN ('Owner', 'PlatformAdmin')) AS free),"
-    " u AS (INSERT INTO users (id, email, first_name, last_name, global_role, preferred_language)"
-    "   SELECT $1, $2, $3, $4, 'PlatformAdmin', $5 FROM chk WHERE free"
-    "   RETURNING id, email, first_name, last_name, global_role, preferred_language, created_at),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u)"
-    " SELECT json_build_object('data', json_build_object('id', u.id, 'email', u.email,"
-    "   'name', concat_ws(' ', u.first_name, u.last_name), 'firstName', u.first_name,"
-    "   'lastName', u.last_name, 'globalRole', u.global_role,"
-    "   'preferredLanguage', u.preferred_language, 'createdAt', iso(u.created_at)))"
-    " FROM u";
+#include "routes/txreq.h"
 
 typedef struct setup_state {
-    http_req_t *req;
-    db_tx_t *tx;
+    txreq_t tx;
     const char *email, *password, *first, *last, *lang;
+    char id[IDS_CUID_LEN + 1];
     char hash[PASSWORD_ENCODED_MAX];
     int rc;
-    char *json; /* response, kept until commit */
 } setup_state_t;
 
-static void setup_end(setup_state_t *st, int status, const char *code, const char *msg)
+/* Step 2: committed; no row means an administrator was created meanwhile (nothing written). */
+static void on_created(http_req_t *req, txreq_t *t, db_result_t *res)
 {
-    if (st->tx) db_tx_rollback(st->tx);
-    st->tx = NULL;
-    if (!http_req_gone(st->req)) http_reply_error(st->req, status, code, msg);
-    http_req_unref(st->req);
-}
-
-static void on_commit(db_result_t *r, void *data)
-{
-    setup_state_t *st = data;
-    st->tx = NULL;
-    http_req_t *req = st->req;
-    if (!http_req_gone(req)) {
-        if (!r->ok)
-            http_reply_error(req, r->conn_lost ? 503 : 500,
-                             r->conn_lost ? "UNAVAILABLE" : "INTERNAL",
-                             "Could not create the first administrator");
-        else
-            http_reply_json(req, 201, st->json);
-    }
-    http_req_unref(req);
-}
-
-static void on_insert(db_result_t *r, void *data)
-{
-    setup_state_t *st = data;
-    if (!r->ok) {
-        if (r->sqlstate && strcmp(r->sqlstate, "23505") == 0)
-            setup_end(st, 409, "EMAIL_TAKEN", "An account with this email already exists");
-        else if (r->conn_lost)
-            setup_end(st, 503, "UNAVAILABLE", "Database unavailable");
-        else {
-            log_error("first-run insert failed: %s", r->error ? r->error : "?");
-            setup_end(st, 500, "INTERNAL", "Could not create the first administrator");
-        }
+    (void)t;
+    if (db_nrows(res) == 0) {
+        http_reply_error(req, 409, "CONFLICT", "The platform is already initialized");
         return;
     }
-    if (db_nrows(r) == 0) {
-        setup_end(st, 409, "CONFLICT", "The platform is already initialized");
-        return;
-    }
-    st->json = arena_strdup(&st->req->arena, db_get(r, 0, 0));
-    db_tx_t *tx = st->tx;
-    st->tx = NULL;
-    db_tx_commit(tx, on_commit, st);
+    http_reply_jsonn(req, 201, db_get(res, 0, SETUP_CREATE_ADMIN_JSON),
+                     db_getlen(res, 0, SETUP_CREATE_ADMIN_JSON));
 }
 
-static void on_lock(db_result_t *r, void *data)
+/* Step 1: the advisory lock is held; the insert checks again under it. */
+static void on_locked(http_req_t *req, txreq_t *t, db_result_t *res)
 {
-    setup_state_t *st = data;
-    if (!r->ok || http_req_gone(st->req)) {
-        setup_end(st, r->conn_lost ? 503 : 500, r->conn_lost ? "UNAVAILABLE" : "INTERNAL",
-                  "Could not create the first administrator");
-        return;
-    }
-    char id[IDS_CUID_LEN + 1];
-    new_cuid(id);
-    const char *params[] = {id, st->email, st->first, st->last, st->lang, st->hash};
-    db_tx_query(st->tx, SQL_CREATE_ADMIN, 6, params, on_insert, st);
-}
-
-static void on_begin(db_tx_t *tx, db_result_t *r, void *data)
-{
-    setup_state_t *st = data;
-    st->tx = tx;
-    if (!r->ok || !tx) {
-        st->tx = NULL;
-        setup_end(st, r->conn_lost ? 503 : 500, r->conn_lost ? "UNAVAILABLE" : "INTERNAL",
-                  "Could not create the first administrator");
-        return;
-    }
-    db_tx_query(tx, SQL_LOCK, 0, NULL, on_lock, st);
+    setup_state_t *st = req->data;
+    (void)res;
+    const char *params[] = {st->id, st->email, st->first, st->last, st->lang, st->hash};
+    txreq_stmt_t create = {SQL_SETUP_CREATE_ADMIN, 6, params};
+    txreq_write(t, &create, 1, on_created);
 }
 
 static void hash_work(void *data)
 {
     setup_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void on_hashed(http_req_t *req, void *data)
@@ -137,14 +68,16 @@ static void on_hashed(http_req_t *req, void *data)
         http_reply_error(req, 500, "INTERNAL", "Could not create the first administrator");
         return;
     }
-    http_req_ref(req);
-    db_tx_begin(on_begin, st);
+    new_cuid(st->id);
+    st->tx.fail_text = "Could not create the first administrator";
+    txreq_stmt_t lock = {SQL_SETUP_LOCK, 0, NULL};
+    txreq_read(&st->tx, req, &lock, 1, on_locked);
 }
 
 static void on_initialized(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
-    const char *done = db_get(r, 0, 0);
+    if (!db_ok_or_reply(req, r)) return;
+    const char *done = db_get(r, 0, SETUP_INITIALIZED_INITIALIZED);
     if (done && done[0] == 't') {
         http_reply_error(req, 409, "CONFLICT", "The platform is already initialized");
         return;
@@ -154,16 +87,15 @@ static void on_initialized(http_req_t *req, db_result_t *r)
 
 static void first_run_limited(http_req_t *req)
 {
-    db_req_query(req, SQL_INITIALIZED, 0, NULL, on_initialized);
+    db_req_query(req, SQL_SETUP_INITIALIZED, 0, NULL, on_initialized);
 }
 
 static void first_run(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     setup_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    st->req = req;
     st->email = field_email(req, body, "email", &v, true);
     st->password = field_password(req, body, "password", &v, true);
     const char *name = field_str(req, body, "name", &v, true, 1, 201, true);

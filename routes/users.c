@@ -27,6 +27,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_users.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "domain/phone.h"
@@ -34,171 +35,29 @@
 #include "domain/timefmt.h"
 #include "domain/validate.h"
 #include "routes/common.h"
+#include "routes/dbreq.h"
 #include "routes/context.h"
 #include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/files.h"
 #include "routes/page_cache.h"
+#include "routes/page_list.h"
 #include "routes/routes.h"
 #include "rt/outbox.h"
 #include "rt/presence.h"
 #include "rt/redis.h"
 
-#define LIST_LIMIT_DEFAULT "100"
+#define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
 #define SEARCH_MAX_CP 200
 #define PHONE_MAX_CP 50
 
-/* ---- SQL ---- */
-
-/* Columns shared by the target lookups: 0 status, 1 global_role, 2 country_code,
- * 3 role in the caller's active organization ($2; NULL when no membership), 4 that membership's
- * status, 5 whether the user holds an active membership in any other organization. */
-#define TARGET_COLS                                                                                \
-    "u.status, u.global_role, u.country_code, m.role_in_organization, m.membership_status,"        \
-    " EXISTS (SELECT 1 FROM organization_memberships om WHERE om.user_id = u.id"                   \
-    "   AND om.organization_id IS DISTINCT FROM $2::uuid AND om.membership_status = 'active')"
-#define TARGET_NCOLS 6
-#define TARGET_FROM                                                                                \
-    " FROM users u LEFT JOIN organization_memberships m ON m.user_id = u.id"                       \
-    "   AND m.organization_id = $2::uuid"                                                          \
-    " WHERE u.id = $1"
-
-static const char SQL_TARGET[] = "SELECT " TARGET_COLS TARGET_FROM;
-
-/* `role` of a user as others see it: the global role, else the role in the caller's active
- * organization, else the role in the user's own current organization. */
-#define USER_ROLE_EXPR                                                                             \
-    "COALESCE(u.global_role, (SELECT x.role_in_organization FROM organization_memberships x"       \
-    "   WHERE x.user_id = u.id AND x.organization_id = $2::uuid),"                                 \
-    "  (SELECT x.role_in_organization FROM organization_memberships x"                             \
-    "   WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id"                  \
-    "     AND x.membership_status = 'active'))"
-
-/* $3: own record (adds phone and birthDate); $4: every organization in orgRoles (else only
- * the caller's active organization). */
-static const char SQL_GET[] =
-    "SELECT " TARGET_COLS ","
-    " jsonb_build_object('data', jsonb_build_object('id', u.id, 'email', u.email,"
-    "   'status', u.status, 'globalRole', u.global_role, 'firstName', u.first_name,"
-    "   'lastName', u.last_name, 'avatarUrl', u.avatar_url, 'role', " USER_ROLE_EXPR ","
-    "   'orgRoles', COALESCE((SELECT jsonb_agg(jsonb_build_object('orgId', o.id,"
-    "       'orgName', o.name, 'role', om.role_in_organization) ORDER BY om.joined_at, o.id)"
-    "     FROM organization_memberships om JOIN organizations o ON o.id = om.organization_id"
-    "     WHERE om.user_id = u.id AND om.membership_status = 'active'"
-    "       AND ($4::boolean OR om.organization_id = $2::uuid)), '[]'::jsonb))"
-    "   || CASE WHEN $3::boolean THEN jsonb_build_object('phone', u.phone,"
-    "        'birthDate', to_char(u.birth_date, 'YYYY-MM-DD')) ELSE '{}'::jsonb END)" TARGET_FROM;
-
-/* Search ($1, LIKE-escaped), status ($2), role ($3), limit ($4), offset ($5), caller's active
- * organization ($6). Every user; orgRoles lists every membership. */
-/* The search runs first, on its own, through the trigram indexes of migration 0003 (the same
- * expressions: lower(email), lower(user_display_name(...))); materializing it keeps PostgreSQL's
- * generic plan for this prepared statement from scanning every user instead. A NULL $1 skips it. */
-#define USER_SEARCH                                                                                \
-    " su AS MATERIALIZED (SELECT id FROM users WHERE $1::text IS NOT NULL"                         \
-    "   AND (lower(email) LIKE '%' || lower($1) || '%'"                                            \
-    "     OR lower(user_display_name(first_name, last_name)) LIKE '%' || lower($1) || '%')),"
-#define USER_MATCHES(u) " ($1::text IS NULL OR " u ".id IN (SELECT id FROM su))"
-
-static const char SQL_LIST_ALL[] =
-    "WITH" USER_SEARCH " f AS (SELECT u.* FROM users u"
-    "   WHERE" USER_MATCHES(
-        "u") "     AND ($2::text IS NULL OR u.status = $2)"
-             "     AND ($3::text IS NULL OR u.global_role = $3 OR EXISTS (SELECT 1"
-             "       FROM organization_memberships r WHERE r.user_id = u.id"
-             "         AND r.role_in_organization = $3 AND r.membership_status = 'active'))),"
-             " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET "
-             "$5::int)"
-             " SELECT json_build_object('data', COALESCE((SELECT json_agg(json_build_object("
-             "     'id', u.id, 'email', u.email, 'status', u.status, 'globalRole', u.global_role,"
-             "     'firstName', u.first_name, 'lastName', u.last_name, 'avatarUrl', u.avatar_url,"
-             "     'role', COALESCE(u.global_role, (SELECT x.role_in_organization"
-             "         FROM organization_memberships x WHERE x.user_id = u.id"
-             "           AND x.organization_id = $6::uuid),"
-             "       (SELECT x.role_in_organization FROM organization_memberships x"
-             "         WHERE x.user_id = u.id AND x.organization_id = u.current_organization_id"
-             "           AND x.membership_status = 'active')),"
-             "     'orgRoles', COALESCE((SELECT json_agg(json_build_object('orgId', o.id,"
-             "         'orgName', o.name, 'role', om.role_in_organization,"
-             "         'membershipStatus', om.membership_status) ORDER BY om.joined_at, o.id)"
-             "       FROM organization_memberships om JOIN organizations o ON o.id = "
-             "om.organization_id"
-             "       WHERE om.user_id = u.id), '[]'::json))"
-             "     ORDER BY u.created_at DESC, u.id DESC) FROM p u), '[]'::json),"
-             "   'meta', json_build_object('total_count', (SELECT count(*) FROM f)))";
-
-/* As SQL_LIST_ALL, for the members of one organization (below). $1 is only matched in the
- * search variant; the always-true test keeps it typed in both. */
-#define SQL_LIST_ORG_BODY(FROM_)                                                                   \
-    " f AS (SELECT u.id, u.email, u.status, u.global_role, u.first_name, u.last_name,"             \
-    "     u.avatar_url, u.created_at, m.role_in_organization, m.membership_status"                 \
-    "   FROM " FROM_ " WHERE m.organization_id = $6::uuid"                                         \
-    "     AND (NOT $7::boolean OR (m.role_in_organization <> 'OrganizationAdmin'"                  \
-    "       AND u.global_role IS NULL))"                                                           \
-    "     AND ($1::text IS NULL OR $1 IS NOT NULL)"                                                \
-    "     AND ($2::text IS NULL OR u.status = $2)"                                                 \
-    "     AND ($3::text IS NULL OR m.role_in_organization = $3)),"                                 \
-    " p AS (SELECT * FROM f ORDER BY created_at DESC, id DESC LIMIT $4::int OFFSET $5::int)"       \
-    " SELECT h.total, h.ver, p.id, p.email, p.status, p.global_role, p.first_name, p.last_name,"   \
-    "   p.avatar_url, p.role_in_organization, p.membership_status"                                 \
-    " FROM (SELECT (SELECT count(*) FROM f) AS total, (SELECT version"                             \
-    "   FROM organization_list_versions WHERE organization_id = $6::uuid) AS ver) h"               \
-    " LEFT JOIN p ON true ORDER BY p.created_at DESC, p.id DESC"
-
-/* Members of organization $6 (any membership status); $7 hides OrganizationAdmins and users with
- * a global role (Manager callers). The rows are rendered to JSON in C (list_org_on_rows):
- * columns 0 total_count, 1 the organization's list version (migration 0003, read in the same
- * snapshot for the page cache), then one user per row (2 id .. 10 membership_status); a page
- * without users is one row whose user columns are NULL. With a search the matching users come first
- * (a few hundred at most, through the trigram indexes) and their memberships and rows are probed by
- * key (the OFFSET 0 fences keep the planner from turning the probes into scans of the whole
- * organization); without one the organization's memberships are walked. */
-static const char SQL_LIST_ORG[] =
-    "WITH" SQL_LIST_ORG_BODY("organization_memberships m JOIN users u ON u.id = m.user_id");
-static const char SQL_LIST_ORG_SEARCH[] = "WITH" USER_SEARCH SQL_LIST_ORG_BODY(
-    "su CROSS JOIN LATERAL (SELECT * FROM organization_memberships m1"
-    " WHERE m1.organization_id = $6::uuid AND m1.user_id = su.id OFFSET 0) m"
-    " CROSS JOIN LATERAL (SELECT * FROM users u1 WHERE u1.id = su.id OFFSET 0) u");
-
-/* The account starts unverified and gets the verification mail sign-up sends ($7 verification
- * id, $8 its token hash, $9..$11 the mail): whoever made it, only the mailbox owner can prove
- * the address, which invites rely on (INVITE_REQUIRE_VERIFIED_EMAIL). */
-static const char SQL_CREATE[] =
-    "WITH u AS (INSERT INTO users (id, email, first_name, last_name, preferred_language)"
-    "   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (email) DO NOTHING"
-    "   RETURNING id, email, first_name, last_name, preferred_language),"
-    " a AS (INSERT INTO accounts (user_id, password_hash) SELECT id, $6 FROM u),"
-    " v AS (INSERT INTO verifications (id, kind, user_id, token_hash, expires_at)"
-    "   SELECT $7, 'email_verify', id, $8, now() + interval '24 hours' FROM u),"
-    " o AS (INSERT INTO outbox (kind, payload) SELECT 'mail', jsonb_build_object('to', email,"
-    "   'subject', $9::text, 'text', $10::text, 'html', $11::text) FROM u)"
-    " SELECT json_build_object('data', json_build_object('id', id, 'email', email,"
-    "   'firstName', first_name, 'lastName', last_name, 'preferredLanguage', preferred_language))"
-    " FROM u";
-
-/* Profile and status update: $1 user id, then one (set?, value) pair per field in the order of
- * enum field. Columns: 0 the PATCH /api/users/me response, 1 old status, 2 new status. */
-static const char SQL_UPDATE[] =
-    "WITH old AS (SELECT id, status FROM users WHERE id = $1 FOR UPDATE),"
-    " u AS (UPDATE users SET"
-    "   first_name = CASE WHEN $2::boolean THEN $3 ELSE first_name END,"
-    "   last_name = CASE WHEN $4::boolean THEN $5 ELSE last_name END,"
-    "   preferred_language = CASE WHEN $6::boolean THEN $7 ELSE preferred_language END,"
-    "   phone = CASE WHEN $8::boolean THEN $9 ELSE phone END,"
-    "   birth_date = CASE WHEN $10::boolean THEN $11::date ELSE birth_date END,"
-    "   country_code = CASE WHEN $12::boolean THEN $13 ELSE country_code END,"
-    "   timezone = CASE WHEN $14::boolean THEN $15 ELSE timezone END,"
-    "   status = CASE WHEN $16::boolean THEN $17 ELSE users.status END,"
-    "   updated_at = now()"
-    "   FROM old WHERE users.id = old.id RETURNING users.*)"
-    " SELECT json_build_object('data', json_build_object('id', u.id,"
-    "   'firstName', u.first_name, 'lastName', u.last_name, 'phone', u.phone,"
-    "   'birthDate', to_char(u.birth_date, 'YYYY-MM-DD'), 'countryCode', u.country_code,"
-    "   'avatarUrl', u.avatar_url, 'currentOrganizationId', u.current_organization_id,"
-    "   'createdAt', iso(u.created_at), 'updatedAt', iso(u.updated_at))),"
-    "   old.status, u.status"
-    " FROM u, old";
+/* SQL: db/queries/users.sql. user_get starts with user_target's columns (target_from_row
+ * reads either). */
+_Static_assert((int)USER_GET_STATUS == (int)USER_TARGET_STATUS &&
+                   (int)USER_GET_OTHER_ACTIVE == (int)USER_TARGET_OTHER_ACTIVE &&
+                   (int)USER_GET_JSON == (int)USER_TARGET_NCOLS,
+               "user_get begins with the columns of user_target");
 
 /* ---- state ---- */
 
@@ -276,18 +135,18 @@ static bool access_or_replied(http_req_t *req, const caller_t *c, const target_t
 
 static void target_from_row(http_req_t *req, const db_result_t *r, target_t *t)
 {
-    t->status = arena_strdup(&req->arena, db_get(r, 0, 0));
-    const char *gr = db_get(r, 0, 1);
+    t->status = arena_strdup(&req->arena, db_get(r, 0, USER_TARGET_STATUS));
+    const char *gr = db_get(r, 0, USER_TARGET_GLOBAL_ROLE);
     t->global_role = gr ? role_parse(gr) : ROLE_NONE;
     if (!role_is_global(t->global_role)) t->global_role = ROLE_NONE;
-    const char *cc = db_get(r, 0, 2);
+    const char *cc = db_get(r, 0, USER_TARGET_COUNTRY_CODE);
     t->country = cc ? arena_strdup(&req->arena, cc) : NULL;
-    const char *mr = db_get(r, 0, 3);
+    const char *mr = db_get(r, 0, USER_TARGET_MEMBER_ROLE);
     t->member = mr != NULL;
     t->org_role = mr ? role_parse(mr) : ROLE_NONE;
-    const char *ms = db_get(r, 0, 4);
+    const char *ms = db_get(r, 0, USER_TARGET_MEMBER_STATUS);
     t->active_member = ms && strcmp(ms, "active") == 0;
-    const char *other = db_get(r, 0, 5);
+    const char *other = db_get(r, 0, USER_TARGET_OTHER_ACTIVE);
     t->elsewhere = other && other[0] == 't';
 }
 
@@ -459,7 +318,7 @@ static void run_update(http_req_t *req, users_state_t *st, db_req_cb cb)
         params[1 + 2 * f] = st->set[f] ? "t" : "f";
         params[2 + 2 * f] = st->set[f] ? st->val[f] : NULL;
     }
-    db_req_query(req, SQL_UPDATE, 1 + 2 * F_COUNT, params, cb);
+    db_req_query(req, SQL_USER_UPDATE, 1 + 2 * F_COUNT, params, cb);
 }
 
 /* After an update: tells the streams when the status left `active`. False when none updated. */
@@ -467,7 +326,8 @@ static bool after_update(http_req_t *req, const db_result_t *r, const char *user
 {
     if (db_nrows(r) == 0) return false;
     ctx_invalidate_user(user_id); /* status and profile fields are in the caller context */
-    const char *before = db_get(r, 0, 1), *after = db_get(r, 0, 2);
+    const char *before = db_get(r, 0, USER_UPDATE_STATUS_BEFORE),
+               *after = db_get(r, 0, USER_UPDATE_STATUS_AFTER);
     if (before && after && strcmp(before, "active") == 0 && strcmp(after, "active") != 0)
         publish_inactive(req, user_id);
     return true;
@@ -477,19 +337,19 @@ static bool after_update(http_req_t *req, const db_result_t *r, const char *user
 
 static void patch_me_on_updated(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
         return;
     }
-    ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200, db_get(r, 0, 0),
-                              db_getlen(r, 0, 0));
+    ctx_invalidate_then_reply(req, 'u', context_caller(req)->user_id, 200,
+                              db_get(r, 0, USER_UPDATE_JSON), db_getlen(r, 0, USER_UPDATE_JSON));
 }
 
 static void patch_me(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
     st->t.id = c->user_id;
@@ -536,7 +396,7 @@ static const char *like_escape(http_req_t *req, const char *s)
 
 static void list_on_rows(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     reply_db_json(req, 200, r);
 }
 
@@ -551,55 +411,35 @@ static void list_on_rows(http_req_t *req, db_result_t *r)
  */
 static page_cache_t org_list_pages;
 
-static const char SQL_LIST_ORG_VERSION[] =
-    "SELECT (SELECT version FROM organization_list_versions WHERE organization_id = $1::uuid)";
-
-typedef struct org_list {
-    const char *params[7];
-    const char *sql;
-    const char *key;
-} org_list_t;
-
 static void json_str_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
     buf_printf(b, ",\"%s\":", key);
     buf_json_str(b, db_get(r, row, col));
 }
 
-static void list_org_on_rows(http_req_t *req, db_result_t *r)
+static long long render_org_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
-    if (db_failed_or_reply(req, r)) return;
-    org_list_t *st = req->data;
+    (void)req;
+    (void)pl;
     int n = db_nrows(r), items = 0;
-    buf_t b = BUF_INIT;
-    buf_reserve(&b, 64 + (size_t)n * 400);
-    buf_puts(&b, "{\"data\":[");
+    buf_puts(b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
-        if (db_isnull(r, i, 2)) continue;
-        buf_puts(&b, items++ ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(&b, db_get(r, i, 2));
-        json_str_member(&b, "email", r, i, 3);
-        json_str_member(&b, "status", r, i, 4);
-        json_str_member(&b, "globalRole", r, i, 5);
-        json_str_member(&b, "firstName", r, i, 6);
-        json_str_member(&b, "lastName", r, i, 7);
-        json_str_member(&b, "avatarUrl", r, i, 8);
-        json_str_member(&b, "role", r, i, 9);
-        json_str_member(&b, "membershipStatus", r, i, 10);
-        buf_putc(&b, '}');
+        if (db_isnull(r, i, USER_LIST_ORG_ID)) continue;
+        buf_puts(b, items++ ? ",{\"id\":" : "{\"id\":");
+        buf_json_str(b, db_get(r, i, USER_LIST_ORG_ID));
+        json_str_member(b, "email", r, i, USER_LIST_ORG_EMAIL);
+        json_str_member(b, "status", r, i, USER_LIST_ORG_STATUS);
+        json_str_member(b, "globalRole", r, i, USER_LIST_ORG_GLOBAL_ROLE);
+        json_str_member(b, "firstName", r, i, USER_LIST_ORG_FIRST_NAME);
+        json_str_member(b, "lastName", r, i, USER_LIST_ORG_LAST_NAME);
+        json_str_member(b, "avatarUrl", r, i, USER_LIST_ORG_AVATAR_URL);
+        json_str_member(b, "role", r, i, USER_LIST_ORG_ROLE_IN_ORGANIZATION);
+        json_str_member(b, "membershipStatus", r, i, USER_LIST_ORG_MEMBERSHIP_STATUS);
+        buf_putc(b, '}');
     }
-    buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", n > 0 ? db_getll(r, 0, 0, 0) : 0LL);
-    if (n > 0) page_cache_put(&org_list_pages, st->key, page_row_version(r, 1), b.data, b.len);
-    http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-}
-
-/* A cached page was found: reuse it when the version is still current, else read afresh. */
-static void list_org_on_version(http_req_t *req, db_result_t *r)
-{
-    org_list_t *st = req->data;
-    if (db_failed_or_reply(req, r)) return;
-    if (page_cache_reply(&org_list_pages, st->key, page_row_version(r, 0), req)) return;
-    db_req_query(req, st->sql, 7, st->params, list_org_on_rows);
+    buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",
+               n > 0 ? db_getll(r, 0, USER_LIST_ORG_TOTAL, 0) : 0LL);
+    return page_row_version(r, USER_LIST_ORG_VERSION);
 }
 
 static void list_users(http_req_t *req)
@@ -608,16 +448,11 @@ static void list_users(http_req_t *req)
     bool global = c->global_role != ROLE_NONE;
     if (!global && !staff_or_replied(req, c, ROLE_MANAGER)) return;
     verr_t v = {0};
-    int limit = 0, offset = 0;
-    const char *q_limit = http_req_query(req, "limit");
-    const char *q_offset = http_req_query(req, "offset");
+    const char *lim, *off;
+    query_paging(req, &v, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, &lim, &off);
     const char *search = http_req_query(req, "search");
     const char *status = http_req_query(req, "status");
     const char *role = http_req_query(req, "role");
-    if (q_limit && validate_int(q_limit, 1, LIST_LIMIT_MAX, &limit) != 0)
-        verr_add(&v, "limit", "must be an integer from 1 to 1000");
-    if (q_offset && validate_int(q_offset, 0, INT_MAX, &offset) != 0)
-        verr_add(&v, "offset", "must be a non-negative integer");
     if (search) {
         size_t n = strlen(search);
         if (!text_utf8_valid(search, n) || text_has_control(search, n))
@@ -637,13 +472,11 @@ static void list_users(http_req_t *req)
             verr_add(&v, "role", global ? "must be a role name" : "must be an organization role");
     }
     if (verr_reply(req, &v)) return;
-    const char *lim = q_limit ? arena_printf(&req->arena, "%d", limit) : LIST_LIMIT_DEFAULT;
-    const char *off = arena_printf(&req->arena, "%d", offset);
     if (global) {
         const char *params[] = {search, status, role, lim, off, c->org_id};
-        db_req_query(req, SQL_LIST_ALL, 6, params, list_on_rows);
+        db_req_query(req, SQL_USER_LIST_ALL, 6, params, list_on_rows);
     } else {
-        org_list_t *st = arena_calloc(&req->arena, sizeof(*st));
+        page_list_t *pl = arena_calloc(&req->arena, sizeof(*pl));
         const char *params[] = {search,
                                 status,
                                 role,
@@ -651,17 +484,11 @@ static void list_users(http_req_t *req)
                                 off,
                                 c->org_id,
                                 perm_member_view(c->org_role) == PERM_MEMBERS_MANAGER ? "t" : "f"};
-        memcpy(st->params, params, sizeof(params));
-        st->sql = search ? SQL_LIST_ORG_SEARCH : SQL_LIST_ORG;
+        page_list_init(pl, &org_list_pages, search ? SQL_USER_LIST_ORG_SEARCH : SQL_USER_LIST_ORG,
+                       7, params, SQL_USER_LIST_ORG_VERSION, c->org_id, render_org_list, 400);
         /* params[6] is the visibility class; the rest is the normalized query. */
-        st->key = page_cache_key(req, 7, params);
-        req->data = st;
-        if (page_cache_has(&org_list_pages, st->key)) {
-            const char *vparams[] = {c->org_id};
-            db_req_query(req, SQL_LIST_ORG_VERSION, 1, vparams, list_org_on_version);
-            return;
-        }
-        db_req_query(req, st->sql, 7, params, list_org_on_rows);
+        pl->key = page_cache_key(req, 7, params);
+        page_list_reply(req, pl);
     }
 }
 
@@ -669,7 +496,7 @@ static void list_users(http_req_t *req)
 
 static void create_on_inserted(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
@@ -681,9 +508,7 @@ static void create_on_inserted(http_req_t *req, db_result_t *r)
 static void create_work(void *data)
 {
     users_state_t *st = data;
-    uint8_t salt[PASSWORD_SALT_LEN];
-    random_bytes(salt, sizeof(salt));
-    st->rc = password_hash(st->password, salt, st->hash, sizeof(st->hash));
+    st->rc = password_hash_fresh(st->password, st->hash);
 }
 
 static void create_on_hashed(http_req_t *req, void *data)
@@ -705,7 +530,7 @@ static void create_on_hashed(http_req_t *req, void *data)
     }
     const char *params[] = {id,     st->email, st->first, st->last, st->lang, st->hash,
                             ver_id, vtoken_h,  m.subject, m.text,   m.html};
-    db_req_query(req, SQL_CREATE, 11, params, create_on_inserted);
+    db_req_query(req, SQL_USER_CREATE, 11, params, create_on_inserted);
     mail_msg_free(&m);
 }
 
@@ -713,8 +538,8 @@ static void create_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     if (!staff_or_replied(req, c, ROLE_MANAGER)) return;
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     users_state_t *st = state_new(req);
     verr_t v = {0};
     st->email = field_email(req, body, "email", &v, true);
@@ -731,7 +556,7 @@ static void create_user(http_req_t *req)
 
 static void get_on_row(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
@@ -739,7 +564,7 @@ static void get_on_row(http_req_t *req, db_result_t *r)
     }
     target_from_row(req, r, &st->t);
     if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_READ)) return;
-    http_reply_jsonn(req, 200, db_get(r, 0, TARGET_NCOLS), db_getlen(r, 0, TARGET_NCOLS));
+    http_reply_jsonn(req, 200, db_get(r, 0, USER_GET_JSON), db_getlen(r, 0, USER_GET_JSON));
 }
 
 static void get_user(http_req_t *req)
@@ -749,14 +574,14 @@ static void get_user(http_req_t *req)
     target_init(req, &st->t);
     bool all_orgs = st->t.self || c->global_role != ROLE_NONE;
     const char *params[] = {st->t.id, c->org_id, st->t.self ? "t" : "f", all_orgs ? "t" : "f"};
-    db_req_query(req, SQL_GET, 4, params, get_on_row);
+    db_req_query(req, SQL_USER_GET, 4, params, get_on_row);
 }
 
 /* ---- PATCH /api/users/:id ---- */
 
 static void patch_on_updated(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
     if (!after_update(req, r, st->t.id)) {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
@@ -774,7 +599,7 @@ static void patch_on_avatar(http_req_t *req, bool ok)
 
 static void patch_on_target(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (db_nrows(r) == 0) {
@@ -800,8 +625,8 @@ static void patch_on_target(http_req_t *req, db_result_t *r)
 
 static void patch_user(http_req_t *req)
 {
-    json_t *body = json_body_or_reply(req);
-    if (!body) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
     target_init(req, &st->t);
@@ -818,14 +643,14 @@ static void patch_user(http_req_t *req)
     }
     if (verr_reply(req, &v)) return;
     const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_TARGET, 2, params, patch_on_target);
+    db_req_query(req, SQL_USER_TARGET, 2, params, patch_on_target);
 }
 
 /* ---- DELETE /api/users/:id ---- */
 
 static void delete_on_target(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
@@ -844,7 +669,7 @@ static void delete_user(http_req_t *req)
     users_state_t *st = state_new(req);
     target_init(req, &st->t);
     const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_TARGET, 2, params, delete_on_target);
+    db_req_query(req, SQL_USER_TARGET, 2, params, delete_on_target);
 }
 
 /* ---- GET /api/users/:id/presence ---- */
@@ -877,7 +702,7 @@ static void presence_on_state(bool ok, bool online, int64_t last_seen_ms, void *
 
 static void presence_on_target(http_req_t *req, db_result_t *r)
 {
-    if (db_failed_or_reply(req, r)) return;
+    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
     if (db_nrows(r) == 0) {
         http_reply_error(req, 404, "NOT_FOUND", "User not found");
@@ -895,7 +720,7 @@ static void get_presence(http_req_t *req)
     users_state_t *st = state_new(req);
     target_init(req, &st->t);
     const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_TARGET, 2, params, presence_on_target);
+    db_req_query(req, SQL_USER_TARGET, 2, params, presence_on_target);
 }
 
 /* Roles are checked by the handlers: the rules depend on the target (self, scope) and an

@@ -23,6 +23,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "domain/crypto.h"
 #include "rt/curlm.h"
 
 #define MAIL_CONNECT_TIMEOUT_S 10L
@@ -84,27 +85,12 @@ static void on_fail_later(uv_fs_t *req);
 /* ---------------------------------------------------------------------------------------- */
 /* Message building                                                                         */
 
-static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
+/* One encoded word's bytes (at most 39, see put_subject) as standard base64. */
 static void b64_encode(buf_t *out, const unsigned char *p, size_t n)
 {
-    size_t i;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        char q[4] = {b64_chars[v >> 18], b64_chars[(v >> 12) & 63], b64_chars[(v >> 6) & 63],
-                     b64_chars[v & 63]};
-        buf_append(out, q, 4);
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        char q[4] = {b64_chars[v >> 18], b64_chars[(v >> 12) & 63], '=', '='};
-        buf_append(out, q, 4);
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-        char q[4] = {b64_chars[v >> 18], b64_chars[(v >> 12) & 63], b64_chars[(v >> 6) & 63], '='};
-        buf_append(out, q, 4);
-    }
+    char q[64];
+    if (n > 39 || crypto_base64_encode(p, n, q, sizeof(q)) != 0) abort(); /* callers cut at 39 */
+    buf_puts(out, q);
 }
 
 /* True when s holds anything but printable ASCII and spaces, or is too long for one line. */

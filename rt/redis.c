@@ -48,6 +48,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/url.h"
 
 #define REDIS_COMMAND_TIMEOUT_MS 2000
 #define REDIS_PING_TIMEOUT_MS 1000
@@ -157,7 +158,6 @@ static int nchannel_handlers;
 static unsigned sub_epoch;
 
 static int parse_url(const char *url);
-static char *pct_decode(const char *s, size_t n);
 #define client_log(cl, ...)                                                                        \
     log_msg((cl)->backoff_ms == REDIS_BACKOFF_MIN_MS ? LOG_WARN : LOG_DEBUG, __VA_ARGS__)
 
@@ -209,72 +209,19 @@ static void rpoll_cleanup(void *priv);
 /* ---------------------------------------------------------------------------------------- */
 /* Setup                                                                                     */
 
-static char *pct_decode(const char *s, size_t n)
-{
-    char *out = xmalloc(n + 1);
-    size_t i, m = 0;
-
-    for (i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
-            isxdigit((unsigned char)s[i + 2])) {
-            char hx[3] = {s[i + 1], s[i + 2], 0};
-
-            out[m++] = (char)strtol(hx, NULL, 16);
-            i += 2;
-            continue;
-        }
-        out[m++] = s[i];
-    }
-    out[m] = '\0';
-    return out;
-}
-
-/* redis://[[user]:password@]host[:port][/db]; host may be [v6]. */
+/* redis://[[user]:password@]host[:port][/db]; host may be [v6] (core/url.h). */
 static int parse_url(const char *url)
 {
-    const char *p, *at, *hend, *slash;
-
-    if (strncmp(url, "redis://", 8) != 0) return -1;
-    p = url + 8;
-    slash = strchr(p, '/');
-    if (!slash) slash = p + strlen(p);
-    at = memchr(p, '@', (size_t)(slash - p));
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-
-        if (colon) {
-            if (colon > p) R.user = pct_decode(p, (size_t)(colon - p));
-            R.pass = pct_decode(colon + 1, (size_t)(at - colon - 1));
-        } else {
-            R.pass = pct_decode(p, (size_t)(at - p)); /* redis://password@host */
-        }
-        p = at + 1;
-    }
-    R.port = 6379;
-    if (*p == '[') {
-        hend = memchr(p, ']', (size_t)(slash - p));
-        if (!hend) return -1;
-        R.host = xstrndup(p + 1, (size_t)(hend - p - 1));
-        hend++;
-    } else {
-        hend = memchr(p, ':', (size_t)(slash - p));
-        if (!hend) hend = slash;
-        R.host = xstrndup(p, (size_t)(hend - p));
-    }
-    if (*hend == ':') {
-        char *end;
-        long port = strtol(hend + 1, &end, 10);
-
-        if (end != slash || port < 1 || port > 65535) return -1;
-        R.port = (int)port;
-    } else if (hend != slash) {
-        return -1;
-    }
+    url_parts_t u;
+    if (url_parse(url, "redis", &u) != 0) return -1;
+    R.user = u.user;
+    R.pass = u.pass;
+    R.host = u.host;
+    R.port = u.port ? u.port : 6379;
     R.db = 0;
-    if (*slash == '/' && slash[1]) {
+    if (*u.path == '/' && u.path[1]) {
         char *end;
-        long db = strtol(slash + 1, &end, 10);
-
+        long db = strtol(u.path + 1, &end, 10);
         if (*end != '\0' || db < 0 || db > 1000000) return -1;
         R.db = (int)db;
     }

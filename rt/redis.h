@@ -1,5 +1,7 @@
 /*
- * Redis on the loop through hiredis's libuv adapter. Two connections per worker: one for commands
+ * Redis on the loop: hiredis's async context driven by our own glue (a uv_poll_t on its socket
+ * and a uv_timer_t for timeouts; hiredis's libuv adapter is not used, it ignores poll errors, so
+ * refused and reset connections went unnoticed). Two connections per worker: one for commands
  * and one for subscriptions (subscribe mode forbids other commands). Both reconnect with backoff
  * (100 ms doubling to 5 s). While the command connection is down, commands fail at once
  * (callback with reply NULL); subscriptions are re-issued after a reconnect.

@@ -45,8 +45,8 @@ static void h_echo(http_req_t *req)
 
 static void h_json(http_req_t *req)
 {
-    json_t *b = json_body_or_reply(req);
-    if (!b) return;
+    json_t *b;
+    if (!json_body_ok_or_reply(req, &b)) return;
     const char *e = json_get_str(b, "email");
     if (json_has(b, "fail")) {
         http_reply_error(req, 400, "VALIDATION_ERROR", "fail");

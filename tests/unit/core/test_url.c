@@ -57,13 +57,46 @@ static void encode(void **s)
     arena_free(&a);
 }
 
+static void parse(void **s)
+{
+    (void)s;
+    url_parts_t u;
+    assert_int_equal(url_parse("redis://:p%40ss@cache.local:6380/2", "redis", &u), 0);
+    assert_null(u.user);
+    assert_string_equal(u.pass, "p@ss");
+    assert_string_equal(u.host, "cache.local");
+    assert_int_equal(u.port, 6380);
+    assert_string_equal(u.path, "/2");
+    url_parts_free(&u);
+
+    assert_int_equal(url_parse("redis://bob:secret@[::1]", "redis", &u), 0);
+    assert_string_equal(u.user, "bob");
+    assert_string_equal(u.pass, "secret");
+    assert_string_equal(u.host, "::1");
+    assert_int_equal(u.port, 0);
+    assert_string_equal(u.path, "");
+    url_parts_free(&u);
+
+    assert_int_equal(url_parse("redis://pw@h", "redis", &u), 0); /* password only */
+    assert_null(u.user);
+    assert_string_equal(u.pass, "pw");
+    url_parts_free(&u);
+
+    assert_int_equal(url_parse("http://h", "redis", &u), -1);    /* other scheme */
+    assert_int_equal(url_parse("redis://h:0", "redis", &u), -1); /* port range */
+    assert_int_equal(url_parse("redis://h:70000", "redis", &u), -1);
+    assert_int_equal(url_parse("redis://h:", "redis", &u), -1);     /* empty port */
+    assert_int_equal(url_parse("redis://[::1/0", "redis", &u), -1); /* unclosed v6 */
+    assert_int_equal(url_parse("redis://[::1]x/0", "redis", &u), -1);
+    assert_int_equal(url_parse("redis://:%zz@h", "redis", &u), -1); /* bad escape */
+    assert_int_equal(url_parse("redis://:%00@h", "redis", &u), -1); /* NUL */
+}
+
 int run_url_tests(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(decode_basic),
-        cmocka_unit_test(query_get),
-        cmocka_unit_test(cookie_get),
-        cmocka_unit_test(encode),
+        cmocka_unit_test(decode_basic), cmocka_unit_test(query_get), cmocka_unit_test(cookie_get),
+        cmocka_unit_test(encode),       cmocka_unit_test(parse),
     };
     return cmocka_run_group_tests_name("core/url", tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /*
- * db/req.c: request-scoped queries and the error mapping. core/http is replaced by stubs that
+ * routes/dbreq.c: request-scoped queries and the error mapping (the table of database errors
+ * as API answers). core/http is replaced by stubs that
  * record references and replies; queries run against the live PostgreSQL of
  * COACHD_TEST_DATABASE_URL (the run fails when it is missing).
  */
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "db/db.h"
+#include "routes/dbreq.h"
 
 static const char *db_url;
 static int replied_status;
@@ -100,18 +102,41 @@ static void test_failed_or_reply(void **state)
 
     db_result_t ok = {.ok = true};
     replied_status = 0;
-    assert_false(db_failed_or_reply(&req, &ok));
+    assert_true(db_ok_or_reply(&req, &ok));
     assert_int_equal(replied_status, 0);
 
     db_result_t lost = {.conn_lost = true, .error = "connection lost"};
-    assert_true(db_failed_or_reply(&req, &lost));
+    assert_false(db_ok_or_reply(&req, &lost));
     assert_int_equal(replied_status, 503);
     assert_string_equal(replied_code, "UNAVAILABLE");
 
     db_result_t bad = {.sqlstate = "42601", .error = "syntax error at or near \"SELEC\""};
-    assert_true(db_failed_or_reply(&req, &bad));
+    assert_false(db_ok_or_reply(&req, &bad));
     assert_int_equal(replied_status, 500);
     assert_string_equal(replied_code, "INTERNAL");
+
+    /* Rows of the table: by sqlstate and constraint name. */
+    db_result_t spacing = {.sqlstate = "23P01",
+                           .constraint = "mentorship_sessions_spacing",
+                           .error = "conflicting key value violates exclusion constraint"};
+    assert_false(db_ok_or_reply(&req, &spacing));
+    assert_int_equal(replied_status, 409);
+    assert_string_equal(replied_code, "SESSION_CONFLICT");
+
+    db_result_t email = {.sqlstate = "23505", .constraint = "users_email_key", .error = "dup"};
+    assert_false(db_ok_or_reply(&req, &email));
+    assert_int_equal(replied_status, 409);
+    assert_string_equal(replied_code, "EMAIL_TAKEN");
+
+    /* A unique violation the table does not name stays an internal error. */
+    db_result_t other = {.sqlstate = "23505", .constraint = "users_pkey", .error = "dup"};
+    assert_false(db_ok_or_reply(&req, &other));
+    assert_int_equal(replied_status, 500);
+
+    /* The message of a 503 / 500 answer may be the route's. */
+    db_result_t lost2 = {.conn_lost = true, .error = "connection lost"};
+    assert_false(db_ok_or_reply_as(&req, &lost2, "Could not do it"));
+    assert_int_equal(replied_status, 503);
 }
 
 int main(void)

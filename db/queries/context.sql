@@ -1,0 +1,33 @@
+-- The guard that runs before every handler (routes/context.c).
+
+-- name: context_caller
+-- columns: session_id, session_expires_at, refresh_due,
+-- columns: user_id, email, first_name, last_name, email_verified, status, created_at,
+-- columns: global_role, preferred_language, current_organization_id, phone, birth_date,
+-- columns: country_code, timezone, avatar_url,
+-- columns: org_id, member_role, pending_invites, session_expires_ms
+-- Session cookie -> user -> organization -> role in one query. $1 the session token's hash,
+-- $2 the X-Organization-Id header (else the user's current organization), $3 whether only
+-- invites to a verified email count. The organization columns are NULL when there is no such
+-- organization; member_role is NULL when the user is not an active member of it.
+SELECT s.id AS session_id, iso(s.expires_at) AS session_expires_at,
+       s.expires_at < now() + interval '6 days' AS refresh_due,
+       u.id AS user_id, u.email, u.first_name, u.last_name, u.email_verified, u.status,
+       iso(u.created_at) AS created_at, u.global_role, u.preferred_language,
+       u.current_organization_id, u.phone, to_char(u.birth_date, 'YYYY-MM-DD') AS birth_date,
+       u.country_code, u.timezone, u.avatar_url,
+       o.id AS org_id, m.role_in_organization AS member_role,
+       (SELECT count(*) FROM invites i
+        WHERE i.email = u.email AND i.status = 'pending' AND i.expires_at > now()
+          AND (u.email_verified OR NOT $3::boolean)) AS pending_invites,
+       epoch_ms(s.expires_at) AS session_expires_ms
+FROM sessions s
+JOIN users u ON u.id = s.user_id
+LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)
+LEFT JOIN organization_memberships m
+       ON m.organization_id = o.id AND m.user_id = u.id AND m.membership_status = 'active'
+WHERE s.token_hash = $1 AND s.expires_at > now();
+
+-- name: context_refresh
+-- Extends the session $1 to seven days from now.
+UPDATE sessions SET expires_at = now() + interval '7 days', updated_at = now() WHERE id = $1;
