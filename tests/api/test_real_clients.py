@@ -47,14 +47,6 @@ class AuthClient:
     def cookies(self):
         return self._send({"cookies": True})["cookies"]
 
-    def no_event(self, wait=1.0):
-        """Asserts that no event arrives within `wait` seconds."""
-        try:
-            item = self.next("event", timeout=wait)
-        except AssertionError:
-            return
-        raise AssertionError("unexpected event: %r" % item)
-
     def close(self):
         self.p.stdin.close()
         self.p.wait(timeout=10)
