@@ -183,3 +183,19 @@ def test_redis_unavailable_gets_a_reset(chat):
             assert s.next("reset")["data"] == {"reason": "unavailable"}
         finally:
             s.close()
+
+
+def test_open_stream_catches_up_after_the_subscriber_connection_drops(chat):
+    """Events published while coachd's Redis subscriber connection is down (it reconnects after
+    100 ms) reach the open stream afterwards, from the history, in order and once."""
+    teacher = chat.c("Teacher")
+    with opened(SSEStream(teacher, mpath(chat))) as s:
+        chat.post("Coach", "before the drop")
+        s.next("chat-message")
+        assert int(redis_cli("CLIENT", "KILL", "TYPE", "pubsub")) >= 1
+        sent = [chat.post("Coach", "during the drop %d" % i)["body"] for i in range(3)]
+        assert [b for _, b in bodies(s, 3)] == sent
+        later = chat.post("Coach", "after the drop")
+        assert s.next("chat-message")["data"]["id"] == later["id"]
+        s.no_event("chat-message", wait=0.7)
+        s.no_event("reset", wait=0.1)

@@ -1,26 +1,16 @@
 """Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
 fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
-import json
 import socket
 import time
 
 import pytest
 
-from helpers import Client, SSEStream, assert_error, psql, redis_cli, second_coachd, sign_up
-
-
-# What rt/events.c does for one channel: keep the event in the channel's history, then publish it
-# with the history's id. Returns [id, receivers].
-PUBLISH_ONE = ("local id = redis.call('XADD', KEYS[1], '*', 'm', ARGV[2]) "
-               "return {id, redis.call('PUBLISH', ARGV[1], '{\"id\":\"' .. id .. '\",' .. ARGV[2])}")
+from helpers import (Client, SSEStream, assert_error, psql, publish_event, redis_cli,
+                     second_coachd, sign_up)
 
 
 def publish(channel, event, data):
-    """Publishes like coachd; returns the event's id."""
-    tail = json.dumps({"event": event, "data": data}, separators=(",", ":"))[1:]
-    out = redis_cli("EVAL", PUBLISH_ONE, 1, "events:" + channel, channel, tail).split()
-    assert int(out[1]) >= 1, "no stream listens on %s" % channel
-    return out[0]
+    return publish_event(channel, event, data)
 
 
 def raw_stream_head(client, path):
