@@ -811,11 +811,13 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     size_t idlen;
     event_id_t id;
     parsed_t m;
-    if (!json_str_field(msg, len, "id", &idstr, &idlen) || !event_id_parse(idstr, idlen, &id) ||
-        !parse_message(msg, len, &m)) {
+    if (!json_str_field(msg, len, "id", &idstr, &idlen) || !parse_message(msg, len, &m)) {
         log_warn("stream: malformed event on %s", channel);
         return;
     }
+    /* An id that is no history id comes from a coachd without history (a rolling upgrade):
+     * passed live as it is, outside the position and the replay. */
+    bool in_history = event_id_parse(idstr, idlen, &id);
     /* Encoded once, shared by every stream of the channel on this worker. */
     sbuf_t *sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
     sub_t *sub = c->head;
@@ -825,7 +827,9 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         bool last = next == NULL;
         stream_t *st = sub->stream;
         bool pass = stream_passes(st, &m);
-        if (st->sync)
+        if (!in_history) {
+            if (pass) stream_send(st, sb);
+        } else if (st->sync)
             hold(st, pass ? sb : NULL, id);
         else if (stream_is_new(st, id)) {
             stream_advance(st, id);

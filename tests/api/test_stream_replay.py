@@ -199,3 +199,19 @@ def test_open_stream_catches_up_after_the_subscriber_connection_drops(chat):
         assert s.next("chat-message")["data"]["id"] == later["id"]
         s.no_event("chat-message", wait=0.7)
         s.no_event("reset", wait=0.1)
+
+
+def test_events_without_a_history_id_pass_live(chat):
+    """An event published by a coachd without history (rolling upgrade) has an id of the old
+    form: the stream passes it live, and it does not move the position."""
+    teacher = chat.c("Teacher")
+    with opened(SSEStream(teacher, mpath(chat))) as s:
+        chat.post("Coach", "with history")
+        pos = s.next("chat-message")["id"]
+        msg = '{"id":"1795553511299-1a2b-7","event":"chat-message","data":{"body":"old host"}}'
+        assert int(redis_cli("PUBLISH", "mentorship:%s" % chat.id, msg)) >= 1
+        ev = s.next("chat-message")
+        assert ev["data"] == {"body": "old host"} and ev["id"] == "1795553511299-1a2b-7"
+        later = chat.post("Coach", "with history again")
+        ev = s.next("chat-message")
+        assert ev["data"]["id"] == later["id"] and id_key(ev["id"]) > id_key(pos)
