@@ -35,7 +35,10 @@ typedef struct config {
     int resend_activation_cooldown;
     bool invite_require_verified_email; /* INVITE_REQUIRE_VERIFIED_EMAIL (default: production) */
     int log_level;
-    int context_cache_ttl_ms; /* CONTEXT_CACHE_TTL_MS: caller-context cache lifetime, 0 = off */
+    int context_cache_ttl_ms;  /* CONTEXT_CACHE_TTL_MS: caller-context cache lifetime, 0 = off */
+    int event_history_max;     /* EVENT_HISTORY_MAX: events kept per stream channel (at least) */
+    int event_history_seconds; /* EVENT_HISTORY_SECONDS: and those of this many seconds before
+                                * the channel's newest event */
 } config_t;
 
 extern config_t cfg;

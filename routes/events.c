@@ -29,6 +29,17 @@ static const char SQL_MENTORSHIP_ACCESS[] =
 static const char SQL_ACTIVE_ORGS[] = "SELECT organization_id FROM organization_memberships"
                                       " WHERE user_id = $1 AND membership_status = 'active'";
 
+/* Where a reconnecting client resumes: the Last-Event-ID header (EventSource sends it on its
+ * own reconnects), else the lastEventId query parameter, for a browser EventSource opened anew
+ * (it cannot set headers). An empty value is no value. NULL: start at the newest event. */
+static const char *last_event_id(http_req_t *req)
+{
+    const char *h = http_req_header(req, "last-event-id");
+    if (h && h[0]) return h;
+    const char *q = http_req_query(req, "lastEventId");
+    return q && q[0] ? q : NULL;
+}
+
 /* What binds a stream to the caller's session (its expiry closes the stream). */
 static stream_auth_t stream_auth(const caller_t *c)
 {
@@ -52,7 +63,8 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
             req, perm_stream_mentorship(&a, found, participant && participant[0] == 't')))
         return;
     stream_auth_t auth = stream_auth(c);
-    streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0], db_get(r, 0, 0));
+    streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0], db_get(r, 0, 0),
+                 last_event_id(req));
 }
 
 static void mentorship_events(http_req_t *req)
@@ -78,7 +90,7 @@ static void on_active_orgs(http_req_t *req, db_result_t *r)
         orgs[i] = db_get(r, i, 0);
     auth.orgs = orgs;
     auth.norgs = n;
-    streams_open(req, STREAM_USER, c->user_id, &auth, NULL, NULL);
+    streams_open(req, STREAM_USER, c->user_id, &auth, NULL, NULL, last_event_id(req));
 }
 
 static void user_events(http_req_t *req)

@@ -1,6 +1,7 @@
 /*
  * Real-time events leave through Redis pub/sub, so every worker and host holding a stream gets
- * them. Channels:
+ * them, and each event is also kept in a Redis stream so a client that reconnects with
+ * Last-Event-ID gets what it missed (rt/streams.c replays it). Channels:
  *   mentorship:<mentorshipId>   events of one mentorship (the mentorship stream)
  *   user:<userId>               events for one user's stream (chat and session-update of all the
  *                               user's mentorships)
@@ -10,9 +11,15 @@
  *                               {"type":"sessions-ended","keepSessionId"?} (every session
  *                               of the user but the one named, e.g. after a password change),
  *                               {"type":"user-inactive"}
- * Message on the event channels: {"id":"<event id>","event":"<name>","organizationId":"<org>",
- * "data":<JSON>} (data last). The id is made once at publish time so every stream shows the same
- * `id:` for the same event; the organization lets a user stream drop events of organizations
+ * History: the event channel C is kept in the Redis stream `events:C` (EVENTS_KEY_PREFIX), one
+ * entry per event with the field `m` = the message below without its id. One Lua script per
+ * event XADDs it to every channel's stream, trims each stream (EVENT_HISTORY_MAX entries at
+ * least, at most 100 more, and those of the EVENT_HISTORY_SECONDS before the newest), refreshes its
+ * expiry (EVENTS_KEY_TTL after the newest event) and PUBLISHes it with the id XADD gave: the
+ * event's id on a channel is its stream entry id ("<ms>-<seq>", monotonic per channel), live or
+ * replayed, and Redis runs the script atomically, so the pub/sub order is the stream's order.
+ * Message on the event channels: {"id":"<entry id>","event":"<name>","organizationId":"<org>",
+ * "data":<JSON>} (data last). The organization lets a user stream drop events of organizations
  * where the user's membership is disabled.
  *
  * Publish only after the change that caused the event has committed.
@@ -29,7 +36,7 @@
 void events_publish(const char *organization_id, const char *mentorship_id, const char *coach_id,
                     const char *teacher_id, const char *event, const char *data_json,
                     bool to_users);
-/* Publishes `event` once (one event id) on the mentorship's channel (when mentorship_id is not
+/* Publishes `event` once (one Redis call) on the mentorship's channel (when mentorship_id is not
  * NULL) and on the user channel of each of user_ids[0..n); NULL, empty and repeated ids are
  * skipped. organization_id is the mentorship's organization, as for events_publish: user streams
  * drop the event while the user's membership there is not active. */
@@ -40,5 +47,7 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
 void events_control(const char *user_id, const char *json);
 /* Ends the open streams of every session of the user except keep_session_id (NULL: all). */
 void events_sessions_ended(const char *user_id, const char *keep_session_id);
-/* Makes an event id: milliseconds since the epoch, a dash, and a per-process sequence. */
-void events_make_id(char out[48]);
+#define EVENTS_KEY_PREFIX "events:"
+#define EVENTS_PREFIX_LEN_STR "7" /* strlen(EVENTS_KEY_PREFIX), for the Lua script */
+/* A channel's history expires this long after its newest event. */
+#define EVENTS_KEY_TTL_SECONDS (24 * 3600)

@@ -97,11 +97,14 @@ struct rcmd {
 };
 
 typedef struct rpub rpub_t;
+/* A command sent at least once (PUBLISH, the event publishing script): kept and sent again
+ * after a reconnect when the connection was down or went away with it in flight. */
 struct rpub {
     rpub_t *next; /* R.pubq */
-    char *channel;
-    char *msg;
-    size_t len;
+    int argc;
+    char **argv;
+    size_t *lens;
+    const char *label; /* for the log: the channel, or the first key */
 };
 
 typedef struct rchan rchan_t;
@@ -156,6 +159,10 @@ static struct {
 static int nchannel_handlers;
 /* Moves on every loss of the subscriber connection (messages may have been missed). */
 static unsigned sub_epoch;
+/* Told when a channel's subscription is confirmed (first subscribe, or re-subscribe after the
+ * subscriber connection came back). */
+static void (*subscribed_cb)(const char *channel, void *data);
+static void *subscribed_data;
 
 static int parse_url(const char *url);
 #define client_log(cl, ...)                                                                        \
@@ -788,8 +795,10 @@ void redis_ping(void (*cb)(bool ok, void *data), void *data)
 
 static void pub_free(rpub_t *p)
 {
-    free(p->channel);
-    free(p->msg);
+    for (int i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    free(p->lens);
     free(p);
 }
 
@@ -799,7 +808,7 @@ static void pub_enqueue(rpub_t *p)
     if (R.pubq_len >= REDIS_PUBLISH_QUEUE_MAX) {
         rpub_t *old = R.pubq_head;
 
-        log_warn("redis: publish queue full, dropping a message for %s", old->channel);
+        log_warn("redis: publish queue full, dropping a message for %s", old->label);
         R.pubq_head = old->next;
         if (!R.pubq_head) R.pubq_tail = NULL;
         R.pubq_len--;
@@ -815,17 +824,14 @@ static void pub_enqueue(rpub_t *p)
 
 static void pub_send(rpub_t *p)
 {
-    const char *argv[3] = {"PUBLISH", p->channel, p->msg};
-    size_t lens[3] = {7, strlen(p->channel), p->len};
-
     if (R.cmd.state != REDIS_STATE_CONNECTED) {
         pub_enqueue(p);
         return;
     }
-    redis_command_argv(on_pub_reply, p, 3, argv, lens);
+    redis_command_argv(on_pub_reply, p, p->argc, (const char **)p->argv, p->lens);
 }
 
-/* A NULL reply means the connection went away (or stalled, which drops it too): the message
+/* A NULL reply means the connection went away (or stalled, which drops it too): the command
  * goes back on the queue and is sent again after the reconnect. */
 static void on_pub_reply(redisReply *reply, void *data)
 {
@@ -836,25 +842,38 @@ static void on_pub_reply(redisReply *reply, void *data)
         return;
     }
     if (reply && reply->type == REDIS_REPLY_ERROR)
-        log_warn("redis: PUBLISH %s: %s", p->channel, reply->str);
+        log_warn("redis: %s %s: %s", p->argv[0], p->label, reply->str);
     pub_free(p);
 }
 
-void redis_publish(const char *channel, const char *msg, size_t len)
+void redis_command_retry(int argc, const char **argv, const size_t *lens, int label_arg)
 {
     rpub_t *p;
 
     if (!R.running) {
-        log_warn("redis: not running, dropping a message for %s", channel);
+        log_warn("redis: not running, dropping a message for %s", argv[label_arg]);
         return;
     }
     p = xcalloc(1, sizeof(*p));
-    p->channel = xstrdup(channel);
-    p->msg = xmalloc(len + 1);
-    memcpy(p->msg, msg, len);
-    p->msg[len] = '\0';
-    p->len = len;
+    p->argc = argc;
+    p->argv = xcalloc((size_t)argc, sizeof(*p->argv));
+    p->lens = xcalloc((size_t)argc, sizeof(*p->lens));
+    for (int i = 0; i < argc; i++) {
+        p->argv[i] = xmalloc(lens[i] + 1);
+        memcpy(p->argv[i], argv[i], lens[i]);
+        p->argv[i][lens[i]] = '\0';
+        p->lens[i] = lens[i];
+    }
+    p->label = p->argv[label_arg];
     pub_send(p);
+}
+
+void redis_publish(const char *channel, const char *msg, size_t len)
+{
+    const char *argv[3] = {"PUBLISH", channel, msg};
+    size_t lens[3] = {7, strlen(channel), len};
+
+    redis_command_retry(3, argv, lens, 1);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -999,6 +1018,12 @@ void redis_set_channel_handler(const char *channel, redis_message_cb cb, void *d
     nchannel_handlers++;
 }
 
+void redis_set_subscribed_handler(void (*cb)(const char *channel, void *data), void *data)
+{
+    subscribed_cb = cb;
+    subscribed_data = data;
+}
+
 void redis_flush(void)
 {
     if (R.running && R.cmd.state == REDIS_STATE_CONNECTED && R.cmd.ac)
@@ -1078,6 +1103,7 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *priv)
     } else if (strcmp(kind, "subscribe") == 0) {
         ch->state = CHAN_ACTIVE;
         if (ch->refs == 0 && chan_send(ch, "UNSUBSCRIBE") != 0) ch->state = CHAN_ACTIVE;
+        if (ch->refs > 0 && subscribed_cb) subscribed_cb(ch->name, subscribed_data);
     } else if (strcmp(kind, "unsubscribe") == 0) {
         ch->state = CHAN_NONE;
         if (ch->refs > 0) {

@@ -31,6 +31,10 @@ void redis_command_argv(redis_reply_cb cb, void *data, int argc, const char **ar
 
 /* PUBLISH, retried (bounded queue, oldest dropped with a warning) while Redis is down. */
 void redis_publish(const char *channel, const char *msg, size_t len);
+/* Any command with redis_publish's guarantee: sent at least once, queued while Redis is down and
+ * sent again when the connection went away with it in flight. No reply; argv[label_arg] names it
+ * in warnings. */
+void redis_command_retry(int argc, const char **argv, const size_t *lens, int label_arg);
 
 /* Subscriptions are refcounted per channel: the first subscribe sends SUBSCRIBE, the last
  * unsubscribe sends UNSUBSCRIBE. One handler for all messages (the SSE hub). */
@@ -39,6 +43,9 @@ void redis_subscribe(const char *channel);
 /* Messages of `channel` (a string that lives forever) go to cb instead of the general handler.
  * Subscribe to it as to any channel. */
 void redis_set_channel_handler(const char *channel, redis_message_cb cb, void *data);
+/* cb(channel) runs when a SUBSCRIBE is confirmed: from then on every message published on the
+ * channel arrives (also after a re-subscribe that follows a lost subscriber connection). */
+void redis_set_subscribed_handler(void (*cb)(const char *channel, void *data), void *data);
 /* True while the channel is subscribed on a live subscriber connection. */
 bool redis_channel_active(const char *channel);
 /* Writes the queued commands to the socket now instead of on the next loop turn, so a PUBLISH

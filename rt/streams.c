@@ -41,6 +41,21 @@
 typedef struct channel channel_t;
 typedef struct stream stream_t;
 
+/* A Redis stream entry id, "<ms>-<seq>". */
+typedef struct event_id {
+    uint64_t ms, seq;
+} event_id_t;
+
+/* One history read; outlives its stream when the stream goes first (s is then NULL). */
+typedef struct sync {
+    stream_t *s;
+} sync_t;
+
+typedef struct held {
+    sbuf_t *sb; /* NULL: filtered out, only moves the position */
+    event_id_t id;
+} held_t;
+
 /* One stream's membership in one channel's list. */
 typedef struct sub {
     struct sub *prev, *next;
@@ -71,6 +86,18 @@ struct stream {
     bool all_orgs;            /* USER streams: pass every organization's events */
     char (*orgs)[ORG_ID_MAX]; /* USER streams: organizations whose events pass */
     int norgs, orgs_cap;
+    /* Position on the event channel: the id of the last event passed (or filtered out) on this
+     * stream. Pings carry it, so a reconnect resumes from it. */
+    bool pos_known;
+    event_id_t pos;
+    sync_t *sync;       /* history read in flight (replay or catch-up) */
+    bool sync_again;    /* the channel was (re)subscribed meanwhile: read again after */
+    bool fresh;         /* no history read has finished yet */
+    bool resume;        /* opened with a Last-Event-ID */
+    bool degraded;      /* a history read failed: events may have been missed since */
+    const char *bad_id; /* Last-Event-ID was unusable: the first read sends this reset */
+    held_t *held;       /* live events that arrived while a history read was in flight */
+    size_t nheld, held_cap;
 };
 
 static uv_loop_t *loop_ref;
@@ -359,21 +386,70 @@ static void registry_remove(stream_t *s)
 
 /* ---- writing ---- */
 
-static sbuf_t *encode_event(const char *id, size_t idlen, const char *event, size_t evlen,
-                            const char *data, size_t dlen)
+/* Queues on one stream; a stream over max_pending unflushed bytes is closed. Returns false when
+ * it was closed. */
+static bool stream_send_cap(stream_t *s, sbuf_t *sb, size_t max_pending)
 {
-    return sse_encode_event(id, idlen, event, evlen, data, dlen);
-}
-
-/* Queues on one stream; a stream over its cap is closed. Returns false when it was closed. */
-static bool stream_send(stream_t *s, sbuf_t *sb)
-{
-    if (http_stream_write(s->req, sb, STREAM_MAX_PENDING) != 0) {
+    if (http_stream_write(s->req, sb, max_pending) != 0) {
         log_info("stream: closing slow or gone client user=%s id=%s", s->user_id, s->req->id);
         stream_close(s);
         return false;
     }
     return true;
+}
+
+static bool stream_send(stream_t *s, sbuf_t *sb)
+{
+    return stream_send_cap(s, sb, STREAM_MAX_PENDING);
+}
+
+/* ---- event ids ---- */
+
+static bool parse_u64(const char *p, size_t n, uint64_t *out)
+{
+    if (n == 0 || n > 20) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return false;
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* "<ms>-<seq>", both decimal; anything else (and the old "<ms>-<pid>-<n>" ids) is unusable. */
+static bool event_id_parse(const char *p, size_t n, event_id_t *id)
+{
+    const char *dash = memchr(p, '-', n);
+    if (!dash) return false;
+    size_t a = (size_t)(dash - p);
+    return parse_u64(p, a, &id->ms) && parse_u64(dash + 1, n - a - 1, &id->seq);
+}
+
+static int event_id_cmp(event_id_t a, event_id_t b)
+{
+    if (a.ms != b.ms) return a.ms < b.ms ? -1 : 1;
+    if (a.seq != b.seq) return a.seq < b.seq ? -1 : 1;
+    return 0;
+}
+
+static int event_id_fmt(char *out, size_t n, event_id_t id)
+{
+    return snprintf(out, n, "%llu-%llu", (unsigned long long)id.ms, (unsigned long long)id.seq);
+}
+
+/* True when the event with this id is new for the stream (past its position). */
+static bool stream_is_new(const stream_t *s, event_id_t id)
+{
+    return !s->pos_known || event_id_cmp(id, s->pos) > 0;
+}
+
+static void stream_advance(stream_t *s, event_id_t id)
+{
+    s->pos = id;
+    s->pos_known = true;
 }
 
 /* ---- Redis messages ---- */
@@ -435,6 +511,292 @@ static void on_control(channel_t *c, const char *msg, size_t len)
     }
 }
 
+/* An event message of rt/events.c, with or without its leading "id": the event name, the
+ * organization (before "data"; so a key inside the payload is never taken for it) and the data,
+ * which runs to the closing brace. */
+typedef struct parsed {
+    const char *event, *org, *data;
+    size_t evlen, orglen, dlen;
+    bool has_org;
+} parsed_t;
+
+static bool parse_message(const char *msg, size_t len, parsed_t *m)
+{
+    const char *d = len > 0 ? memmem(msg, len, "\"data\":", 7) : NULL;
+    if (!d || msg[len - 1] != '}' ||
+        !json_str_field(msg, (size_t)(d - msg), "event", &m->event, &m->evlen))
+        return false;
+    m->has_org = json_str_field(msg, (size_t)(d - msg), "organizationId", &m->org, &m->orglen);
+    m->data = d + 7;
+    m->dlen = (size_t)(msg + len - 1 - m->data);
+    return true;
+}
+
+/* A user stream carries an organization's events only while the user's membership there is
+ * active. Every event of the product names its organization (events_publish requires it); one
+ * that names none is not organization-scoped and passes. */
+static bool stream_passes(const stream_t *s, const parsed_t *m)
+{
+    return s->kind != STREAM_USER || s->all_orgs || !m->has_org || org_listed(s, m->org, m->orglen);
+}
+
+/* ---- history: replay and catch-up ---- */
+
+/* Unflushed bytes a stream may hold while history is written to it in one go (a full history of
+ * large chat messages); live events keep STREAM_MAX_PENDING. */
+#define STREAM_REPLAY_MAX_PENDING (16 * 1024 * 1024)
+/* Entries read per round trip. */
+#define REPLAY_PAGE 256
+/* Live events held during one history read; more closes the stream (it was not reading). */
+#define HELD_MAX 20000
+
+/* KEYS[1] the channel's stream; ARGV: the position ('' unknown), page size, key TTL in ms.
+ * Returns {'ok', last id, entries after the position} or {'reset', last id, reason}. The
+ * history is complete after the position when no entry after it was trimmed: rt/events.c
+ * records what trimming removed in the stream's max-deleted-entry-id. A channel without a stream
+ * had no event for EVENTS_KEY_TTL: a position newer than that missed nothing. Without one, the
+ * position becomes "just before now", so every later event is new. */
+static const char SYNC_SCRIPT[] =
+    "local function split(id) "
+    "  local a, b = string.match(id, '^(%d+)-(%d+)$') "
+    "  return tonumber(a), tonumber(b) "
+    "end "
+    "local function less(x, y) "
+    "  local xm, xs = split(x) "
+    "  local ym, ys = split(y) "
+    "  return xm < ym or (xm == ym and xs < ys) "
+    "end "
+    "local pos = ARGV[1] "
+    "if redis.call('EXISTS', KEYS[1]) == 0 then "
+    "  local t = redis.call('TIME') "
+    "  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+    "  local here = string.format('%.0f', now - 1) .. '-18446744073709551615' "
+    "  if pos == '' then return {'ok', here} end "
+    "  local pm = split(pos) "
+    "  if pm < now and pm + tonumber(ARGV[3]) > now then return {'ok', pos} end "
+    "  return {'reset', here, pm < now and 'too-old' or 'unknown-id'} "
+    "end "
+    "local info = redis.call('XINFO', 'STREAM', KEYS[1]) "
+    "local last, maxdel = '0-0', '0-0' "
+    "for i = 1, #info, 2 do "
+    "  if info[i] == 'last-generated-id' then last = info[i + 1] end "
+    "  if info[i] == 'max-deleted-entry-id' then maxdel = info[i + 1] end "
+    "end "
+    "if pos == '' then return {'ok', last} end "
+    "if less(last, pos) then return {'reset', last, 'unknown-id'} end "
+    "if less(pos, maxdel) then return {'reset', last, 'too-old'} end "
+    "return {'ok', last, redis.call('XRANGE', KEYS[1], '(' .. pos, '+', 'COUNT', ARGV[2])}";
+
+static void stream_sync(stream_t *s);
+
+/* The `reset` event: what the client holds may miss events (history too short, the id unknown,
+ * or Redis unavailable); it refetches, as after any reconnect (INTERFACE.md). Its id is the
+ * stream's position, so the next reconnect resumes from here. */
+static bool send_reset(stream_t *s, const char *reason)
+{
+    char id[48] = "", data[64];
+    size_t idlen = s->pos_known ? (size_t)event_id_fmt(id, sizeof(id), s->pos) : 0;
+    int n = snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", reason);
+    log_info("stream: reset (%s) user=%s", reason, s->user_id);
+    sbuf_t *sb = sse_encode_event(id, idlen, "reset", 5, data, (size_t)n);
+    bool ok = stream_send_cap(s, sb, STREAM_REPLAY_MAX_PENDING);
+    sbuf_unref(sb);
+    return ok;
+}
+
+static void held_free(held_t *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].sb) sbuf_unref(h[i].sb);
+    free(h);
+}
+
+/* Keeps a live event (sb NULL: filtered out) until the history read in flight is written. */
+static bool hold(stream_t *s, sbuf_t *sb, event_id_t id)
+{
+    if (s->nheld == HELD_MAX) {
+        log_info("stream: too many events during a replay user=%s", s->user_id);
+        stream_close(s);
+        return false;
+    }
+    if (s->nheld == s->held_cap) {
+        s->held_cap = s->held_cap ? s->held_cap * 2 : 16;
+        s->held = xrealloc(s->held, s->held_cap * sizeof(*s->held));
+    }
+    s->held[s->nheld].sb = sb ? sbuf_ref(sb) : NULL;
+    s->held[s->nheld].id = id;
+    s->nheld++;
+    return true;
+}
+
+/* Writes the live events held during a history read, dropping those the history already gave
+ * (the seam has no duplicate). False when s was closed. */
+static bool flush_held(stream_t *s)
+{
+    held_t *h = s->held;
+    size_t n = s->nheld;
+    s->held = NULL;
+    s->nheld = s->held_cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!stream_is_new(s, h[i].id)) continue;
+        stream_advance(s, h[i].id);
+        if (h[i].sb && !stream_send_cap(s, h[i].sb, STREAM_REPLAY_MAX_PENDING)) {
+            held_free(h, n); /* s is gone */
+            return false;
+        }
+    }
+    held_free(h, n);
+    return true;
+}
+
+/* The history read is done: live events go straight to the client again. */
+static void sync_done(stream_t *s)
+{
+    if (!flush_held(s)) return;
+    s->fresh = false;
+    if (s->sync_again) {
+        s->sync_again = false;
+        stream_sync(s);
+    }
+}
+
+/* Redis did not answer: no replay. The client is told to refetch (once until a read works),
+ * unless it is a new stream that asked for no history; live events go on. */
+static void sync_failed(stream_t *s)
+{
+    bool told = s->degraded;
+    s->degraded = true;
+    if (!told && (s->resume || !s->fresh) && !send_reset(s, "unavailable")) return;
+    s->sync_again = false; /* the next (re)subscription reads again */
+    sync_done(s);
+}
+
+/* Writes one page of history entries ([id, [field, value, ...]]). False when s was closed. */
+static bool write_entries(stream_t *s, const redisReply *list)
+{
+    for (size_t i = 0; i < list->elements; i++) {
+        const redisReply *e = list->element[i];
+        event_id_t id;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+            e->element[0]->type != REDIS_REPLY_STRING ||
+            !event_id_parse(e->element[0]->str, e->element[0]->len, &id))
+            continue;
+        const redisReply *f = e->element[1];
+        const char *msg = NULL;
+        size_t len = 0;
+        for (size_t j = 0; f->type == REDIS_REPLY_ARRAY && j + 1 < f->elements; j += 2) {
+            if (f->element[j]->type == REDIS_REPLY_STRING && strcmp(f->element[j]->str, "m") == 0 &&
+                f->element[j + 1]->type == REDIS_REPLY_STRING) {
+                msg = f->element[j + 1]->str;
+                len = f->element[j + 1]->len;
+            }
+        }
+        parsed_t m;
+        if (!stream_is_new(s, id)) continue;
+        stream_advance(s, id);
+        if (!msg || !parse_message(msg, len, &m)) {
+            log_warn("stream: malformed history entry on %s", s->subs[0].chan->name);
+            continue;
+        }
+        if (!stream_passes(s, &m)) continue;
+        sbuf_t *sb = sse_encode_event(e->element[0]->str, e->element[0]->len, m.event, m.evlen,
+                                      m.data, m.dlen);
+        bool ok = stream_send_cap(s, sb, STREAM_REPLAY_MAX_PENDING);
+        sbuf_unref(sb);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void on_sync(redisReply *r, void *data)
+{
+    sync_t *q = data;
+    stream_t *s = q->s;
+    free(q);
+    if (!s) return;
+    s->sync = NULL;
+    event_id_t last;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+        !event_id_parse(r->element[1]->str, r->element[1]->len, &last)) {
+        if (r && r->type == REDIS_REPLY_ERROR) log_warn("stream: history read: %s", r->str);
+        sync_failed(s);
+        return;
+    }
+    bool was_degraded = s->degraded;
+    s->degraded = false;
+    if (strcmp(r->element[0]->str, "reset") == 0) {
+        const redisReply *why = r->elements > 2 ? r->element[2] : NULL;
+        stream_advance(s, last);
+        s->bad_id = NULL;
+        if (!send_reset(s, why && why->type == REDIS_REPLY_STRING ? why->str : "too-old")) return;
+        sync_done(s);
+        return;
+    }
+    if (!s->pos_known) {
+        /* No position: a new stream starts at the channel's newest event. Every event held
+         * meanwhile was published after the SUBSCRIBE, so all of them are new, also those
+         * older than the newest id the read saw. One that had a position once but lost it (bad
+         * Last-Event-ID, Redis down) is told to refetch. */
+        if (!flush_held(s)) return;
+        if (!s->pos_known || event_id_cmp(last, s->pos) > 0) stream_advance(s, last);
+        if (s->bad_id || was_degraded) {
+            const char *why = s->bad_id ? s->bad_id : "unavailable";
+            s->bad_id = NULL;
+            if (!send_reset(s, why)) return;
+        }
+        sync_done(s);
+        return;
+    }
+    const redisReply *list = r->elements > 2 ? r->element[2] : NULL;
+    if (list && list->type == REDIS_REPLY_ARRAY) {
+        if (!write_entries(s, list)) return;
+        if (list->elements == REPLAY_PAGE) { /* more after this page */
+            stream_sync(s);
+            return;
+        }
+    }
+    sync_done(s);
+}
+
+/* Reads the channel's history after the stream's position: the replay of a reconnect, the
+ * catch-up after the subscriber connection came back, or (no position) the channel's newest
+ * id. Live events are held meanwhile. Runs only once the channel's SUBSCRIBE is confirmed, so
+ * an event is either in what this read returns or arrives live afterwards. */
+static void stream_sync(stream_t *s)
+{
+    if (s->sync) {
+        s->sync_again = true;
+        return;
+    }
+    sync_t *q = xcalloc(1, sizeof(*q));
+    q->s = s;
+    s->sync = q;
+    char key[128], pos[48] = "", page[16], ttl[24];
+    snprintf(key, sizeof(key), EVENTS_KEY_PREFIX "%s", s->subs[0].chan->name);
+    if (s->pos_known) event_id_fmt(pos, sizeof(pos), s->pos);
+    snprintf(page, sizeof(page), "%d", REPLAY_PAGE);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)EVENTS_KEY_TTL_SECONDS * 1000);
+    const char *argv[7] = {"EVAL", SYNC_SCRIPT, "1", key, pos, page, ttl};
+    size_t lens[7];
+    for (int i = 0; i < 7; i++)
+        lens[i] = strlen(argv[i]);
+    redis_command_argv(on_sync, q, 7, argv, lens);
+}
+
+/* A channel's SUBSCRIBE was confirmed (first stream, or again after the subscriber connection
+ * was lost): every stream on it reads what it may have missed. */
+static void on_subscribed(const char *channel, void *data)
+{
+    (void)data;
+    size_t clen = strlen(channel);
+    if (clen > 8 && strcmp(channel + clen - 8, ":control") == 0) return;
+    channel_t *c = channel_find(channel, clen);
+    if (!c) return;
+    for (sub_t *sub = c->head; sub; sub = sub->next)
+        stream_sync(sub->stream); /* sends nothing now: the walk is safe */
+}
+
 static void on_message(const char *channel, const char *msg, size_t len, void *data)
 {
     (void)data;
@@ -445,34 +807,34 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         on_control(c, msg, len);
         return;
     }
-    const char *id, *event;
-    size_t idlen, evlen;
-    const char *d = memmem(msg, len, "\"data\":", 7);
-    if (!json_str_field(msg, len, "id", &id, &idlen) ||
-        !json_str_field(msg, len, "event", &event, &evlen) || !d || msg[len - 1] != '}') {
+    const char *idstr;
+    size_t idlen;
+    event_id_t id;
+    parsed_t m;
+    if (!json_str_field(msg, len, "id", &idstr, &idlen) || !parse_message(msg, len, &m)) {
         log_warn("stream: malformed event on %s", channel);
         return;
     }
-    /* The organization precedes "data" (rt/events.c), so a key inside the payload is never
-     * taken for it. */
-    const char *org = NULL;
-    size_t orglen = 0;
-    bool has_org = json_str_field(msg, (size_t)(d - msg), "organizationId", &org, &orglen);
-    d += 7;
-    size_t dlen = (size_t)(msg + len - 1 - d);
-    sbuf_t *sb = encode_event(id, idlen, event, evlen, d, dlen);
+    /* An id that is no history id comes from a coachd without history (a rolling upgrade):
+     * passed live as it is, outside the position and the replay. */
+    bool in_history = event_id_parse(idstr, idlen, &id);
+    /* Encoded once, shared by every stream of the channel on this worker. */
+    sbuf_t *sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
     sub_t *sub = c->head;
     while (sub) {
         /* Closing a stream may free this channel when it was the last subscriber. */
         sub_t *next = sub->next;
         bool last = next == NULL;
         stream_t *st = sub->stream;
-        /* A user stream carries an organization's events only while the user's membership
-         * there is active. Every event of the product names its organization (events_publish
-         * requires it); one that names none is not organization-scoped and passes. */
-        bool pass =
-            st->kind != STREAM_USER || st->all_orgs || !has_org || org_listed(st, org, orglen);
-        if (pass) stream_send(st, sb);
+        bool pass = stream_passes(st, &m);
+        if (!in_history) {
+            if (pass) stream_send(st, sb);
+        } else if (st->sync)
+            hold(st, pass ? sb : NULL, id);
+        else if (stream_is_new(st, id)) {
+            stream_advance(st, id);
+            if (pass) stream_send(st, sb);
+        }
         if (last) break;
         sub = next;
     }
@@ -492,6 +854,11 @@ static void stream_unregister(stream_t *s)
     free(s->orgs);
     s->orgs = NULL;
     s->norgs = s->orgs_cap = 0;
+    if (s->sync) s->sync->s = NULL; /* its reply finds no stream */
+    s->sync = NULL;
+    held_free(s->held, s->nheld);
+    s->held = NULL;
+    s->nheld = s->held_cap = 0;
     nstreams--;
 }
 
@@ -521,26 +888,34 @@ static void on_tick(uv_timer_t *t)
     tick++;
     expire_streams();
     stream_t *s = wheel[tick % WHEEL_SLOTS];
-    if (!s) return;
-    char id[48];
-    events_make_id(id);
-    char frame[96];
-    int n = snprintf(frame, sizeof(frame), "id: %s\nevent: ping\ndata: \n\n", id);
-    sbuf_t *ping = sbuf_new(frame, (size_t)n);
     while (s) {
         stream_t *next = s->wnext;
         char user[32];
         memcpy(user, s->user_id, sizeof(user));
+        /* A ping's id is the stream's position, so it never moves the client's Last-Event-ID
+         * past an event it has not received. Without a position yet (Redis unavailable since
+         * the stream opened) it has no id line, which keeps the client's. */
+        char frame[96];
+        int n;
+        if (s->pos_known) {
+            char id[48];
+            event_id_fmt(id, sizeof(id), s->pos);
+            n = snprintf(frame, sizeof(frame), "id: %s\nevent: ping\ndata: \n\n", id);
+        } else {
+            n = snprintf(frame, sizeof(frame), "event: ping\ndata: \n\n");
+        }
+        sbuf_t *ping = sbuf_new(frame, (size_t)n);
         if (stream_send(s, ping)) presence_touch(user);
+        sbuf_unref(ping);
         s = next;
     }
-    sbuf_unref(ping);
 }
 
 void streams_init(uv_loop_t *loop)
 {
     loop_ref = loop;
     redis_set_message_handler(on_message, NULL);
+    redis_set_subscribed_handler(on_subscribed, NULL);
     uv_timer_init(loop, &tick_timer);
     uv_timer_start(&tick_timer, on_tick, 1000, 1000);
     uv_unref((uv_handle_t *)&tick_timer);
@@ -576,7 +951,8 @@ static void copy_id(char *dst, size_t n, const char *src)
 }
 
 void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
-                  const stream_auth_t *auth, const char *mentorship_id, const char *organization_id)
+                  const stream_auth_t *auth, const char *mentorship_id, const char *organization_id,
+                  const char *last_event_id)
 {
     http_res_header(req, "Cache-Control", "no-cache");
     http_res_header(req, "X-Accel-Buffering", "no");
@@ -594,6 +970,14 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
     for (int i = 0; i < 16; i++)
         snprintf(s->stream_id + 2 * i, 3, "%02x", rnd[i]);
     s->expires_ms = auth->session_expires_ms;
+    s->fresh = true;
+    if (last_event_id) {
+        s->resume = true;
+        if (event_id_parse(last_event_id, strlen(last_event_id), &s->pos))
+            s->pos_known = true;
+        else
+            s->bad_id = "unknown-id";
+    }
     s->all_orgs = kind != STREAM_USER || auth->all_orgs;
     for (int i = 0; i < auth->norgs; i++)
         org_add(s, auth->orgs[i], strlen(auth->orgs[i]));
@@ -614,6 +998,10 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
     sub_attach(s, chan);
     static sbuf_t *hello;
     if (!hello) hello = sbuf_new("retry: 3000\n\n", 13);
-    stream_send(s, hello);
+    if (!stream_send(s, hello)) return;
     presence_heartbeat(user_id);
+    /* The history is read once the channel is subscribed (on_subscribed), so nothing published
+     * in between is lost; with Redis down the read fails at once (a resuming client gets a
+     * reset). */
+    if (redis_channel_active(s->subs[0].chan->name) || !redis_connected()) stream_sync(s);
 }

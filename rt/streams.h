@@ -8,8 +8,9 @@
  * worker or host reaches every stream through Redis.
  *
  * An event arriving from Redis is encoded once into a shared buffer and queued on every stream of
- * the channel. Each stream's unflushed bytes are capped; a client that falls further behind is
- * disconnected (it refetches on reconnect, as the interface says).
+ * the channel (replayed history is encoded per stream). Each stream's unflushed bytes are capped; a
+ * client that falls further behind is disconnected (it refetches on reconnect, as the interface
+ * says).
  *
  * Pings: one 1-second timer per worker walks a 25-slot wheel; each stream sits in one slot, so it
  * gets a ping every 25 s, and a tick touches only 1/25 of the streams. The same tick refreshes the
@@ -66,10 +67,17 @@ typedef struct stream_auth {
  * control channel, which ends the stream when its session ends (signed out, every other session
  * ended by a password change or reset), when organization_id's membership is disabled (NULL:
  * any), when the user stops being active, or when the user opened too many streams. The session's
- * expiry is checked every second. */
+ * expiry is checked every second.
+ *
+ * Resuming: last_event_id (NULL: none) is the id of the last event the client received on this
+ * channel. Once the channel is subscribed, the stream reads the channel's history (rt/events.h)
+ * after it and writes it before any live event, dropping live events the history already gave;
+ * an id the history cannot serve (trimmed away, unknown, unparseable, Redis unavailable) gets
+ * one `reset` event instead. Every event's `id:` is its entry id in the channel's history, and a
+ * ping's is the stream's position (the last event id it passed). */
 void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
-                  const stream_auth_t *auth, const char *mentorship_id,
-                  const char *organization_id);
+                  const stream_auth_t *auth, const char *mentorship_id, const char *organization_id,
+                  const char *last_event_id);
 
 /* Number of open streams on this worker. */
 size_t streams_count(void);

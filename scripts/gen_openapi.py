@@ -70,9 +70,68 @@ ANY_JSON = {"description": "JSON answer (not described field by field yet)"}
 EVENTS = ("The stream is text/event-stream. The first frame is `retry: 3000`; then events as "
           "`id`, `event` and `data` (one JSON object) lines, and a `ping` event every 25 seconds. "
           "Event types: chat-message, chat-message-updated, chat-message-deleted, "
-          "chat-reaction-added, chat-reaction-removed, session-update, ping. The stream closes "
-          "when its session ends, the user becomes inactive or loses access; after a reconnect "
-          "the client refetches (no replay).")
+          "chat-reaction-added, chat-reaction-removed, session-update, call-reaction "
+          "(mentorship stream), ping, reset; one event is described by "
+          "components/schemas/StreamEvent (`x-itemSchema`, OpenAPI 3.2's itemSchema). Every "
+          "event's `id` is its id in this stream's history (`<ms>-<seq>`, increasing); a ping "
+          "carries the id of the stream's last event. A reconnect with `Last-Event-ID` (or "
+          "`?lastEventId=`) gets the events it missed, in order and once, before live ones; an "
+          "id the history cannot serve (older than the last 1000 events and 10 minutes, unknown, "
+          "or Redis unavailable) gets one `reset` event instead: refetch, then go on. The stream "
+          "closes when its session ends, the user becomes inactive or loses access. See "
+          "docs/api.md, \"Event ids, replay and reset\".")
+
+STREAM_PARAMS = [
+    {"name": "Last-Event-ID", "in": "header", "required": False,
+     "description": "Id of the last event received on this stream: the events after it are "
+                    "replayed first (EventSource sends it on its own reconnects)",
+     "schema": {"type": "string"}},
+    {"name": "lastEventId", "in": "query", "required": False,
+     "description": "Same as Last-Event-ID, for a browser EventSource opened anew (it cannot "
+                    "set headers); the header wins when both are sent",
+     "schema": {"type": "string"}},
+]
+
+EVENT_ID = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
+
+
+def event(names, data, desc):
+    return {"type": "object", "description": desc, "required": ["event", "data"],
+            "properties": {"id": EVENT_ID, "event": {"enum": names}, "data": data}}
+
+
+STREAM_EVENT = {"oneOf": [
+    event(["chat-message", "chat-message-updated"], {"type": "object"},
+          "A chat message (INTERFACE.md ChatMessage)"),
+    event(["chat-message-deleted", "chat-reaction-added", "chat-reaction-removed"],
+          {"type": "object"}, "A chat change"),
+    event(["session-update"], {"type": "object", "required": ["action", "mentorshipId"],
+                               "properties": {"action": {"const": "updated"},
+                                              "mentorshipId": {"type": "string"}}},
+          "A session of the mentorship changed"),
+    event(["call-reaction"], {"type": "object", "required": ["emoji", "userId", "sessionId"],
+                              "properties": {"emoji": {"type": "string"},
+                                             "userId": {"type": "string"},
+                                             "sessionId": {"type": "string"}}},
+          "An emoji reaction during a call (mentorship stream)"),
+    event(["ping"], {"const": ""}, "Every 25 seconds; its id is the stream's position"),
+    event(["reset"], {"type": "object", "required": ["reason"], "properties": {
+        "reason": {"enum": ["too-old", "unknown-id", "unavailable"]}}},
+        "Events may have been missed and cannot be replayed: refetch (GET the chat messages "
+        "and what the screen shows), then go on with the events that follow"),
+]}
+
+
+def stream_op(summary):
+    return {"summary": summary, "description": EVENTS, "parameters": STREAM_PARAMS,
+            "responses": {"200": {"description": "Event stream", "content": {
+                "text/event-stream": {
+                    # The stream is text; each event in it is a StreamEvent (OpenAPI 3.2 says so
+                    # with itemSchema, 3.1 has only the extension and JSON Schema's
+                    # contentSchema).
+                    "schema": {"type": "string", "contentMediaType": "text/event-stream",
+                               "contentSchema": {"$ref": "#/components/schemas/StreamEvent"}},
+                    "x-itemSchema": {"$ref": "#/components/schemas/StreamEvent"}}}}}}
 
 
 def body(props, required):
@@ -127,14 +186,9 @@ DETAILS = {
     ("get", "/api/auth/verify-email"): {
         "summary": "Mark the email verified; 302 to the web app",
         "responses": {"302": {"description": "Redirect to FRONTEND_URL/email-verification"}}},
-    ("get", "/api/events/users/me/events"): {
-        "summary": "The caller's event stream (SSE)", "description": EVENTS,
-        "responses": {"200": {"description": "Event stream",
-                              "content": {"text/event-stream": {"schema": {"type": "string"}}}}}},
-    ("get", "/api/events/mentorships/:mentorshipId/events"): {
-        "summary": "A mentorship's event stream (SSE)", "description": EVENTS,
-        "responses": {"200": {"description": "Event stream",
-                              "content": {"text/event-stream": {"schema": {"type": "string"}}}}}},
+    ("get", "/api/events/users/me/events"): stream_op("The caller's event stream (SSE)"),
+    ("get", "/api/events/mentorships/:mentorshipId/events"):
+        stream_op("A mentorship's event stream (SSE)"),
     ("get", "/metrics"): {
         "summary": "Prometheus metrics (Bearer METRICS_TOKEN; 404 when unset)",
         "security": [{"metricsToken": []}],
@@ -165,6 +219,7 @@ def build():
               "tags": [src[:-2]]}
         params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
                   for n in re.findall(r":(\w+)", pattern)]
+        params += d.pop("parameters", [])
         if auth == "AUTH_ORG":
             params.append({"name": "X-Organization-Id", "in": "header", "required": False,
                            "description": "Organization context", "schema": {"type": "string"}})
@@ -198,7 +253,8 @@ def build():
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": {"Error": ERROR, "User": USER, "Session": SESSION,
-                        "AuthResult": AUTH_RESULT, "SessionOrNull": SESSION_OR_NULL},
+                        "AuthResult": AUTH_RESULT, "SessionOrNull": SESSION_OR_NULL,
+                        "StreamEvent": STREAM_EVENT},
             "responses": {"Error": {"description": "Error (DECISIONS.md \"Errors\")",
                                     "content": {"application/json": {
                                         "schema": {"$ref": "#/components/schemas/Error"}}}}},

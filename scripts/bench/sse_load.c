@@ -260,9 +260,11 @@ static void on_pub(uv_timer_t *t)
     if (!redis_up || published >= events) return;
     user_t *u = &users[rand() % nusers];
     char msg[256], chan[128];
-    int ml =
-        snprintf(msg, sizeof(msg), "{\"id\":\"b-%d\",\"event\":\"bench\",\"data\":{\"t\":%.0f}}",
-                 published, now_s() * 1e6);
+    /* Straight to pub/sub, as if published by coachd: streams take an event only when its id
+     * (<ms>-<seq>) is past their position, so a far-future ms with a rising seq. */
+    int ml = snprintf(msg, sizeof(msg),
+                      "{\"id\":\"99999999999999-%d\",\"event\":\"bench\",\"data\":{\"t\":%.0f}}",
+                      published, now_s() * 1e6);
     int cl = snprintf(chan, sizeof(chan), "user:%s", u->id);
     pubw_t *p = malloc(sizeof(*p));
     int len = snprintf(p->buf, sizeof(p->buf), "*3\r\n$7\r\nPUBLISH\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n",

@@ -466,6 +466,21 @@ def redis_cli(*args):
     return r.stdout.strip()
 
 
+# What rt/events.c does for one channel: keep the event in the channel's history, then publish it
+# with the history's id. Returns [id, receivers].
+PUBLISH_ONE = ("local id = redis.call('XADD', KEYS[1], '*', 'm', ARGV[2]) "
+               "return {id, redis.call('PUBLISH', ARGV[1], '{\"id\":\"' .. id .. '\",' .. ARGV[2])}")
+
+
+def publish_event(channel, event, data):
+    """Publishes an event on a stream channel as coachd does (docs/api.md "Event ids, replay and
+    reset"); asserts that some stream listens; returns the event's id."""
+    tail = json.dumps({"event": event, "data": data}, separators=(",", ":"))[1:]
+    out = redis_cli("EVAL", PUBLISH_ONE, 1, "events:" + channel, channel, tail).split()
+    assert int(out[1]) >= 1, "no stream listens on %s" % channel
+    return out[0]
+
+
 def run_command_env(var, *extra):
     """Runs the shell command held in environment variable `var` (with `extra` arguments)."""
     cmd = os.environ.get(var)

@@ -5,7 +5,9 @@ a streamed GET for the hash, header-signed) -> attach -> presigned GET, the mult
 (temporary file then PUT), detach deleting the object through the outbox, the health probe
 (HEAD bucket), and the local driver's probe file."""
 import hashlib
+import json
 import os
+import subprocess
 
 import pytest
 import requests
@@ -70,6 +72,24 @@ def test_s3_presign_put_register_attach_download(s3_base, org):
     assert r.status_code == 204
     wait_until(lambda: requests.get(f["presignedUrl"]).status_code == 404, timeout=15,
                what="object deleted from the bucket")
+
+
+def test_aws_sdk_round_trip_through_coachd(s3_base, org):
+    """The AWS SDK for JavaScript on the storage side of an app's upload and download through
+    coachd (tests/api/s3_sdk_client.js): the bytes PUT to coachd's presigned URL are what the
+    SDK reads from the bucket and what GET /api/files/:id serves; an object the SDK put under a
+    key coachd presigned is registered and served by coachd."""
+    coach = org.client("Coach")
+    arg = {"base": s3_base, "token": coach.session_token, "org": org.id, "s3": S3,
+           "bucket": BUCKET, "access": "S3RVER", "secret": "S3RVER"}
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert os.path.isdir(os.path.join(here, "node_modules", "@aws-sdk", "client-s3")), \
+        "run `npm ci` in tests/api first (scripts/test does)"
+    out = subprocess.run(["node", os.path.join(here, "s3_sdk_client.js"), json.dumps(arg)],
+                         cwd=here, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["ok"] and len(res["checks"]) == 14, res
 
 
 def test_s3_register_checks_object(s3_base, org):

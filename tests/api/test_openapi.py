@@ -63,3 +63,20 @@ def test_main_responses_validate():
         assert c.get(path).status_code == 200
     assert Client().get("/api/auth/get-session").json() is None
     assert openapi_check.CHECKED["responses"] > 0
+
+
+def test_redocly_lint_passes():
+    """`redocly lint` (@redocly/cli, pinned in package.json) with its recommended rules
+    (redocly.yaml; the one problem ignored on purpose is in .redocly.lint-ignore.yaml): exit 0,
+    no error and no warning (its JSON report; banners about Node.js go to stderr)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    assert os.path.isdir(os.path.join(here, "node_modules", "@redocly", "cli")), \
+        "run `npm ci` in tests/api first (scripts/test does)"
+    env = dict(os.environ, REDOCLY_TELEMETRY="off", REDOCLY_SUPPRESS_UPDATE_NOTICE="true")
+    out = subprocess.run(["npx", "--no-install", "redocly", "lint", "../../docs/openapi.json",
+                          "--format=json"],
+                         cwd=here, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["totals"]["errors"] == 0 and report["totals"]["warnings"] == 0, report
+    assert report["problems"] == [], report

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from helpers import (PASSWORD, SESSION_COOKIE, Client, SSEStream, psql, psql_value,
-                     redis_cli, second_coachd, sign_in, sign_up, unique_email, wait_until)
+                     publish_event, second_coachd, sign_in, sign_up, unique_email,
+                     wait_until)
 from ment_fixtures import make_mentorship, make_session
 from orgs import new_org
 
@@ -56,8 +57,7 @@ def test_password_change_closes_the_other_sessions_streams_on_every_worker(two_w
             assert ended(s), "a stream of an ended session stayed open"
         assert time.monotonic() - started < 3
         # The session that changed the password keeps its streams.
-        redis_cli("PUBLISH", "user:%s" % u["id"],
-                  '{"id":"1-t-1","event":"chat-message","data":{"n":1}}')
+        publish_event("user:%s" % u["id"], "chat-message", {"n": 1})
         for s in mine:
             assert s.next("chat-message")["data"] == {"n": 1}
     finally:

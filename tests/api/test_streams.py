@@ -1,17 +1,16 @@
 """Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
 fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
-import json
 import socket
 import time
 
 import pytest
 
-from helpers import Client, SSEStream, assert_error, psql, redis_cli, second_coachd, sign_up
+from helpers import (Client, SSEStream, assert_error, psql, publish_event, redis_cli,
+                     second_coachd, sign_up)
 
 
-def publish(channel, event, data, event_id="1-test-1"):
-    msg = json.dumps({"id": event_id, "event": event, "data": data}, separators=(",", ":"))
-    return int(redis_cli("PUBLISH", channel, msg))
+def publish(channel, event, data):
+    return publish_event(channel, event, data)
 
 
 def raw_stream_head(client, path):
@@ -58,9 +57,9 @@ def test_user_stream_delivers_its_events_only():
             SSEStream(b, "/api/events/users/me/events") as sb:
         assert sa.status == 200 and sb.status == 200
         time.sleep(0.2)
-        assert publish("user:%s" % ua["id"], "chat-message", {"id": "m1", "body": "hi"}, "7-x-1") >= 1
+        eid = publish("user:%s" % ua["id"], "chat-message", {"id": "m1", "body": "hi"})
         ev = sa.next("chat-message")
-        assert ev["data"] == {"id": "m1", "body": "hi"} and ev["id"] == "7-x-1"
+        assert ev["data"] == {"id": "m1", "body": "hi"} and ev["id"] == eid
         sb.no_event("chat-message", wait=0.5)
 
 
@@ -106,17 +105,20 @@ def test_mentorship_stream_unknown_is_404():
 
 @pytest.mark.timeout(60)
 def test_ping_every_25_seconds():
-    c, _ = sign_up()
+    c, u = sign_up()
     with SSEStream(c, "/api/events/users/me/events") as s:
         start = time.monotonic()
         first = s.next("ping", timeout=30)
         t1 = time.monotonic() - start
         assert 23 <= t1 <= 27, t1
+        # A ping's id is the stream's position: it moves only when an event passed.
         assert first["id"]
+        eid = publish("user:%s" % u["id"], "chat-message", {"n": 1})
+        assert s.next("chat-message")["id"] == eid
         second = s.next("ping", timeout=30)
         t2 = time.monotonic() - start
         assert 24 <= t2 - t1 <= 26, t2 - t1
-        assert second["id"] != first["id"]
+        assert second["id"] == eid != first["id"]
 
 
 @pytest.fixture(scope="module")

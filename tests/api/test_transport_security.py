@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import requests
 
 from helpers import (BASE_URL, ROOT, SESSION_COOKIE, Client, SSEStream, assert_error, free_port,
-                     redis_cli, second_coachd, sign_up, wait_until)
+                     publish_event, second_coachd, sign_up, wait_until)
 from ment_fixtures import make_mentorship
 from orgs import new_org
 
@@ -165,11 +165,14 @@ class Publisher(threading.Thread):
 
     def run(self):
         s = socket.create_connection(self.addr, timeout=10)
-        payload = json.dumps({"id": "1-x-1", "event": "chat-message",
-                              "data": {"body": "x" * 4000}}, separators=(",", ":"))
+        n = 0
         try:
             while not self.stop.is_set():
                 batch = b""
+                # Ids far in the future and increasing, so every stream takes each one as new.
+                n += 1
+                payload = json.dumps({"id": "99999999999999-%d" % n, "event": "chat-message",
+                                      "data": {"body": "x" * 4000}}, separators=(",", ":"))
                 for uid in self.user_ids:
                     args = [b"PUBLISH", ("user:%s" % uid).encode(), payload.encode()]
                     batch += b"*3\r\n" + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
@@ -302,9 +305,7 @@ def test_upper_case_uuid_names_the_same_resource_and_channel():
     with SSEStream(org.client("Coach"), "/api/events/mentorships/%s/events" % upper) as st:
         assert st.status == 200
         time.sleep(0.2)
-        msg = json.dumps({"id": "9-x-1", "event": "chat-message", "data": {"id": "c1"}},
-                         separators=(",", ":"))
-        assert int(redis_cli("PUBLISH", "mentorship:%s" % m["id"], msg)) >= 1
+        publish_event("mentorship:%s" % m["id"], "chat-message", {"id": "c1"})
         assert st.next("chat-message")["data"] == {"id": "c1"}
 
 
