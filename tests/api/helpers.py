@@ -649,7 +649,7 @@ def free_port():
 def second_coachd(host="127.0.0.1", netns=None, **env):
     """Starts another coachd (COACHD_BIN serve) with `env` over the test server's environment;
     yields its base URL once it answers /api/auth/session, then stops it and asserts that it
-    exited with 0. With `netns`, it runs inside that network namespace (`ip netns exec`, which
+    exited with 0. With `netns`, it runs inside that network namespace (nsenter --net, which
     execs the server: the process is coachd itself) and `host` is its address there.
 
     Defaults: PORT a free port, HOST `host` (0.0.0.0 for tests that connect from other loopback
@@ -670,7 +670,8 @@ def second_coachd(host="127.0.0.1", netns=None, **env):
     log = tempfile.TemporaryFile()  # its stderr, shown when it fails to start or stop
     cmd = [binary, "serve"]
     if netns:
-        cmd = ["ip", "netns", "exec", netns] + cmd
+        import netns_lab
+        cmd = netns_lab.in_netns(netns) + cmd
     proc = subprocess.Popen(cmd, env=full, stdout=subprocess.DEVNULL, stderr=log)
 
     def log_tail():

@@ -29,14 +29,23 @@ def check():
         return "the two-hosts test needs root (network namespaces); run scripts/test as root"
     if not shutil.which("ip"):
         return "the two-hosts test needs iproute2 (`ip netns`): apt-get install iproute2"
+    if not shutil.which("nsenter"):
+        return "the two-hosts test needs nsenter: apt-get install util-linux"
     r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
     if r.returncode != 0:
         return "`ip netns list` failed: %s" % r.stderr.strip()
     return None
 
 
+def in_netns(netns):
+    """The command prefix that runs a program in network namespace `netns`. nsenter switches the
+    network namespace only; `ip -n` and `ip netns exec` also remount /sys in a new mount
+    namespace, which fails where / is not a mount point (a chroot, as in a fresh-root CI)."""
+    return ["nsenter", "--net=/var/run/netns/" + netns]
+
+
 def ip(*args, netns=None, check_rc=True):
-    cmd = ["ip"] + (["-n", netns] if netns else []) + [str(a) for a in args]
+    cmd = (in_netns(netns) if netns else []) + ["ip"] + [str(a) for a in args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     if check_rc and r.returncode != 0:
         raise AssertionError("%s failed: %s" % (" ".join(cmd), r.stderr.strip()))
