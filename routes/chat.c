@@ -39,6 +39,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/queries.h"
 #include "db/q_chat.h"
 #include "domain/accesstoken2.h"
 #include "domain/ids.h"
@@ -85,11 +86,10 @@ static void unread(http_req_t *req);
  * comma-separated list (the event recipients). access_or_replied reads them with chat_access's
  * enum; each statement's own enum must agree. */
 #define SAME_ACCESS_COLS(S)                                                                        \
-    _Static_assert((int)S##_ORGANIZATION_ID == (int)CHAT_ACCESS_ORGANIZATION_ID &&                 \
-                       (int)S##_COACH_ID == (int)CHAT_ACCESS_COACH_ID &&                           \
-                       (int)S##_TEACHER_ID == (int)CHAT_ACCESS_TEACHER_ID &&                       \
-                       (int)S##_ADMINS == (int)CHAT_ACCESS_ADMINS,                                 \
-                   #S " starts with the access columns")
+    DB_SAME_COLUMN(S, CHAT_ACCESS, ORGANIZATION_ID);                                               \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, COACH_ID);                                                      \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, TEACHER_ID);                                                    \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, ADMINS)
 SAME_ACCESS_COLS(CHAT_HISTORY);
 SAME_ACCESS_COLS(CHAT_HISTORY_VERSION);
 SAME_ACCESS_COLS(CHAT_POST_LOAD);

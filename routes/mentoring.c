@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "db/queries.h"
 #include "db/q_mentorships.h"
 #include "db/q_sessions.h"
 #include "domain/mail_templates.h"
@@ -174,10 +175,9 @@ void mentoring_publish_session_update(const char *organization_id, const char *m
 /* The statements these two read start with organization_id, coach_id and teacher_id, at the
  * column numbers of mentorship_get's, whose enum they read with. */
 #define SAME_ACCESS_COLS(S)                                                                        \
-    _Static_assert((int)S##_ORGANIZATION_ID == (int)MENTORSHIP_GET_ORGANIZATION_ID &&              \
-                       (int)S##_COACH_ID == (int)MENTORSHIP_GET_COACH_ID &&                        \
-                       (int)S##_TEACHER_ID == (int)MENTORSHIP_GET_TEACHER_ID,                      \
-                   #S " starts with the columns of MENTORSHIP_GET")
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, ORGANIZATION_ID);                                            \
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, COACH_ID);                                                   \
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, TEACHER_ID)
 SAME_ACCESS_COLS(MENTORSHIP_LOCK);
 SAME_ACCESS_COLS(SESSION_GET);
 SAME_ACCESS_COLS(SESSION_CREATE_LOCK);

@@ -29,6 +29,7 @@
 #include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/queries.h"
 #include "db/q_organizations.h"
 #include "domain/ids.h"
 #include "domain/text.h"
@@ -228,9 +229,8 @@ static void acc_params(http_req_t *req, const char **p, const char *org_id, cons
 /* Every statement with the ACC_CTE check has org_exists and my_role at the column numbers of
  * org_get's, which org_access_or_replied reads with org_get's enum. */
 #define SAME_ACCESS_COLS(S)                                                                        \
-    _Static_assert((int)S##_ORG_EXISTS == (int)ORG_GET_ORG_EXISTS &&                               \
-                       (int)S##_MY_ROLE == (int)ORG_GET_MY_ROLE,                                   \
-                   #S " has the access columns of ORG_GET")
+    DB_SAME_COLUMN(S, ORG_GET, ORG_EXISTS);                                                        \
+    DB_SAME_COLUMN(S, ORG_GET, MY_ROLE)
 SAME_ACCESS_COLS(ORG_PATCH);
 SAME_ACCESS_COLS(ORG_ARCHIVE);
 SAME_ACCESS_COLS(MEMBER_LIST);
