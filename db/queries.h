@@ -20,3 +20,10 @@ typedef struct db_query_def {
 
 extern const db_query_def_t db_query_defs[];
 extern const size_t db_query_defs_count;
+
+/* Compile-time check that statement STMT has column COL at the same number as statement REF,
+ * for a helper that reads several statements' rows with REF's enum (e.g. an access-check
+ * prefix every statement of an area starts with). */
+#define DB_SAME_COLUMN(STMT, REF, COL)                                                             \
+    _Static_assert((int)STMT##_##COL == (int)REF##_##COL,                                          \
+                   #STMT "_" #COL " is at the column number of " #REF "_" #COL)

@@ -39,6 +39,8 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/queries.h"
+#include "db/q_chat.h"
 #include "domain/accesstoken2.h"
 #include "domain/ids.h"
 #include "domain/text.h"
@@ -79,14 +81,21 @@ static void unread(http_req_t *req);
 
 /* ---- access ---- */
 
-/* Columns 0..3 of every access read: organization, coach, teacher, and the organization's
- * active Managers and OrganizationAdmins as a comma-separated list (the event recipients). */
-#define SQL_ACCESS_COLS                                                                            \
-    "m.organization_id, m.coach_id, m.teacher_id,"                                                 \
-    " (SELECT string_agg(om.user_id, ',') FROM organization_memberships om"                        \
-    "   WHERE om.organization_id = m.organization_id AND om.membership_status = 'active'"          \
-    "   AND om.role_in_organization IN ('Manager', 'OrganizationAdmin'))"
-#define ACCESS_NCOLS 4
+/* Every access read starts with the columns of chat_access (db/queries/chat.sql): organization,
+ * coach, teacher, and the organization's active Managers and OrganizationAdmins as a
+ * comma-separated list (the event recipients). access_or_replied reads them with chat_access's
+ * enum; each statement's own enum must agree. */
+#define SAME_ACCESS_COLS(S)                                                                        \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, ORGANIZATION_ID);                                               \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, COACH_ID);                                                      \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, TEACHER_ID);                                                    \
+    DB_SAME_COLUMN(S, CHAT_ACCESS, ADMINS)
+SAME_ACCESS_COLS(CHAT_HISTORY);
+SAME_ACCESS_COLS(CHAT_HISTORY_VERSION);
+SAME_ACCESS_COLS(CHAT_POST_LOAD);
+SAME_ACCESS_COLS(CHAT_MSG_LOAD);
+SAME_ACCESS_COLS(CHAT_RECEIPT_LOAD);
+SAME_ACCESS_COLS(CHAT_UNREAD);
 
 /* What the access read found, copied into the arena. */
 typedef struct chat_ctx {
@@ -101,14 +110,17 @@ static bool access_or_replied(http_req_t *req, const db_result_t *r, perm_chat_n
 {
     perm_actor_t a = perm_actor(context_caller(req));
     bool found = db_nrows(r) > 0;
-    if (!perm_allowed_or_replied(req,
-                                 perm_chat_access(&a, need, found ? db_get(r, 0, 0) : NULL,
-                                                  found ? db_get(r, 0, 1) : NULL,
-                                                  found ? db_get(r, 0, 2) : NULL, &x->participant)))
+    if (!perm_allowed_or_replied(
+            req,
+            perm_chat_access(&a, need, found ? db_get(r, 0, CHAT_ACCESS_ORGANIZATION_ID) : NULL,
+                             found ? db_get(r, 0, CHAT_ACCESS_COACH_ID) : NULL,
+                             found ? db_get(r, 0, CHAT_ACCESS_TEACHER_ID) : NULL, &x->participant)))
         return false;
-    x->coach_id = arena_strdup(&req->arena, db_get(r, 0, 1));
-    x->teacher_id = arena_strdup(&req->arena, db_get(r, 0, 2));
-    x->admins = db_isnull(r, 0, 3) ? "" : arena_strdup(&req->arena, db_get(r, 0, 3));
+    x->coach_id = arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_COACH_ID));
+    x->teacher_id = arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_TEACHER_ID));
+    x->admins = db_isnull(r, 0, CHAT_ACCESS_ADMINS)
+                    ? ""
+                    : arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_ADMINS));
     return true;
 }
 
@@ -288,97 +300,12 @@ static void reply_data(http_req_t *req, int status, const char *obj)
 
 /* ---- history and search ---- */
 
-/* The page's messages as plain rows, written as JSON in C (json_build_object per message, its
- * sender and its reply preview was most of the cost of a page). Every row repeats the access
- * columns (read once, in a materialized CTE: the administrators' list is a subquery); a
- * mentorship without messages gives one row whose message columns are NULL. Attachments and
- * reactions stay JSON from SQL (few messages have any), aggregated once for the whole page
- * (the shapes of chat_attachments_json and chat_reactions_json, migration 0010): calling those
- * functions per message cost as much as the rest of the statement. Columns after the access
- * ones: H_*. */
-#define SQL_PAGE_SELECT                                                                            \
-    ", att AS (SELECT a.message_id, json_agg(json_build_object('id', a.id, 'fileId', a.file_id,"   \
-    "   'filename', f.filename, 'mimeType', f.mime_type, 'sizeBytes', f.size_bytes,"               \
-    "   '_key', f.storage_key) ORDER BY a.position) AS j"                                          \
-    "   FROM chat_message_attachments a LEFT JOIN files f ON f.id = a.file_id"                     \
-    "   WHERE a.message_id IN (SELECT id FROM page) GROUP BY a.message_id),"                       \
-    " rx AS (SELECT r.message_id, json_agg(json_build_object('emoji', r.emoji, 'count', r.n,"      \
-    "   'userIds', r.users) ORDER BY r.first_at, r.emoji) AS j"                                    \
-    "   FROM (SELECT message_id, emoji, count(*) AS n,"                                            \
-    "     json_agg(user_id ORDER BY created_at, user_id) AS users, min(created_at) AS first_at"    \
-    "     FROM chat_reactions WHERE message_id IN (SELECT id FROM page) GROUP BY 1, 2) r"          \
-    "   GROUP BY 1)"                                                                               \
-    " SELECT acc.*, p.id, p.sender_id, p.body, p.client_message_id, chat_iso(p.created_at),"       \
-    "   chat_iso(p.edited_at), chat_iso(p.deleted_at), p.reply_to_message_id, rp.id,"              \
-    "   rp.sender_id, user_display_name(ru.first_name, ru.last_name),"                             \
-    "   CASE WHEN rp.deleted_at IS NULL THEN left(rp.body, 120) END, su.id, su.first_name,"        \
-    "   su.last_name, su.email, su.avatar_url, att.j, rx.j"                                        \
-    "   , ver.v"                                                                                   \
-    " FROM acc CROSS JOIN ver LEFT JOIN page p ON true"                                            \
-    " LEFT JOIN att ON att.message_id = p.id LEFT JOIN rx ON rx.message_id = p.id"                 \
-    " LEFT JOIN chat_messages rp ON rp.id = p.reply_to_message_id"                                 \
-    " LEFT JOIN users ru ON ru.id = rp.sender_id"                                                  \
-    " LEFT JOIN users su ON su.id = p.sender_id"                                                   \
-    " ORDER BY p.created_at DESC"
-
-/* $1 mentorship, $2 before (or NULL), $3 limit. One row more than the limit tells hasMore.
- * H_VERSION: the mentorship's chat history version (migration 0011), read in the same snapshot
- * as the page, for the cache of first pages. */
-static const char SQL_HISTORY[] =
-    "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
-    "   WHERE m.id = $1::uuid),"
-    " ver AS (SELECT (SELECT version FROM chat_history_versions WHERE mentorship_id = $1::uuid)"
-    "   AS v),"
-    " page AS (SELECT c.* FROM chat_messages c"
-    "   WHERE c.mentorship_id = $1::uuid AND c.deleted_at IS NULL"
-    "   AND c.created_at < COALESCE($2::timestamptz, 'infinity')"
-    "   ORDER BY c.created_at DESC LIMIT $3::int + 1)" SQL_PAGE_SELECT;
-
-/* $1 mentorship, $2 before (or NULL), $3 limit, $4 the search term (chat_search_page,
- * migration 0010, chooses between reading the newest messages in order and the GIN index). */
-static const char SQL_SEARCH[] =
-    "WITH acc AS MATERIALIZED (SELECT " SQL_ACCESS_COLS " FROM mentorships m"
-    "   WHERE m.id = $1::uuid),"
-    " ver AS (SELECT NULL::bigint AS v),"
-    " page AS MATERIALIZED (SELECT * FROM chat_search_page($1::uuid,"
-    "   COALESCE($2::timestamptz, 'infinity'), $3::int, chat_search_query($4)))" SQL_PAGE_SELECT;
-
-enum {
-    H_ID = ACCESS_NCOLS,
-    H_SENDER_ID,
-    H_BODY,
-    H_CLIENT_ID,
-    H_CREATED,
-    H_EDITED,
-    H_DELETED,
-    H_REPLY_TO_ID,
-    H_REPLY_ID,
-    H_REPLY_SENDER,
-    H_REPLY_NAME,
-    H_REPLY_BODY,
-    H_USER_ID,
-    H_USER_FIRST,
-    H_USER_LAST,
-    H_USER_EMAIL,
-    H_USER_AVATAR,
-    H_ATTACHMENTS,
-    H_REACTIONS,
-    H_VERSION,
-};
-
 /* Rendered first history pages (no cursor, no search term) of this worker, keyed by mentorship
  * and limit, at the mentorship's chat history version (routes/page_cache.h). The page is the
  * same for every caller who may read it; attachment and avatar urls are not part of it: they
  * are presigned when a page is sent (with_urls). A request finding a page runs one query, the
  * mentorship's access columns and current version, instead of the page statement. */
 static page_cache_t history_pages;
-
-/* $1 mentorship: the access columns (without the administrators, which only events need) and
- * the current chat history version. */
-static const char SQL_HISTORY_VERSION[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id, NULL::text,"
-    "   (SELECT version FROM chat_history_versions WHERE mentorship_id = m.id)"
-    " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
@@ -389,37 +316,39 @@ static void member(buf_t *b, const char *key, const db_result_t *r, int row, int
 /* One ChatMessage (the shape of chat_message_obj, migration 0010) from row i of a page. */
 static void message_row(buf_t *b, const db_result_t *r, int i, const char *mentorship_id)
 {
-    member(b, "{\"id\":", r, i, H_ID);
+    member(b, "{\"id\":", r, i, CHAT_HISTORY_ID);
     buf_puts(b, ",\"mentorshipId\":");
     buf_json_str(b, mentorship_id);
-    member(b, ",\"senderId\":", r, i, H_SENDER_ID);
-    member(b, ",\"body\":", r, i, H_BODY);
-    member(b, ",\"clientMessageId\":", r, i, H_CLIENT_ID);
-    member(b, ",\"createdAt\":", r, i, H_CREATED);
-    member(b, ",\"editedAt\":", r, i, H_EDITED);
-    member(b, ",\"deletedAt\":", r, i, H_DELETED);
-    member(b, ",\"replyToMessageId\":", r, i, H_REPLY_TO_ID);
-    if (db_isnull(r, i, H_REPLY_ID)) {
+    member(b, ",\"senderId\":", r, i, CHAT_HISTORY_SENDER_ID);
+    member(b, ",\"body\":", r, i, CHAT_HISTORY_BODY);
+    member(b, ",\"clientMessageId\":", r, i, CHAT_HISTORY_CLIENT_MESSAGE_ID);
+    member(b, ",\"createdAt\":", r, i, CHAT_HISTORY_CREATED_AT);
+    member(b, ",\"editedAt\":", r, i, CHAT_HISTORY_EDITED_AT);
+    member(b, ",\"deletedAt\":", r, i, CHAT_HISTORY_DELETED_AT);
+    member(b, ",\"replyToMessageId\":", r, i, CHAT_HISTORY_REPLY_TO_MESSAGE_ID);
+    if (db_isnull(r, i, CHAT_HISTORY_REPLY_ID)) {
         buf_puts(b, ",\"replyTo\":null");
     } else {
-        member(b, ",\"replyTo\":{\"id\":", r, i, H_REPLY_ID);
-        member(b, ",\"senderId\":", r, i, H_REPLY_SENDER);
-        member(b, ",\"senderName\":", r, i, H_REPLY_NAME);
-        member(b, ",\"body\":", r, i, H_REPLY_BODY);
+        member(b, ",\"replyTo\":{\"id\":", r, i, CHAT_HISTORY_REPLY_ID);
+        member(b, ",\"senderId\":", r, i, CHAT_HISTORY_REPLY_SENDER_ID);
+        member(b, ",\"senderName\":", r, i, CHAT_HISTORY_REPLY_SENDER_NAME);
+        member(b, ",\"body\":", r, i, CHAT_HISTORY_REPLY_BODY);
         buf_putc(b, '}');
     }
     buf_puts(b, ",\"attachments\":");
-    buf_puts(b, db_isnull(r, i, H_ATTACHMENTS) ? "[]" : db_get(r, i, H_ATTACHMENTS));
+    buf_puts(b, db_isnull(r, i, CHAT_HISTORY_ATTACHMENTS) ? "[]"
+                                                          : db_get(r, i, CHAT_HISTORY_ATTACHMENTS));
     buf_puts(b, ",\"reactions\":");
-    buf_puts(b, db_isnull(r, i, H_REACTIONS) ? "[]" : db_get(r, i, H_REACTIONS));
-    if (db_isnull(r, i, H_USER_ID)) {
+    buf_puts(b,
+             db_isnull(r, i, CHAT_HISTORY_REACTIONS) ? "[]" : db_get(r, i, CHAT_HISTORY_REACTIONS));
+    if (db_isnull(r, i, CHAT_HISTORY_USER_ID)) {
         buf_puts(b, ",\"sender\":null}");
     } else {
-        member(b, ",\"sender\":{\"id\":", r, i, H_USER_ID);
-        member(b, ",\"firstName\":", r, i, H_USER_FIRST);
-        member(b, ",\"lastName\":", r, i, H_USER_LAST);
-        member(b, ",\"email\":", r, i, H_USER_EMAIL);
-        member(b, ",\"avatar\":", r, i, H_USER_AVATAR);
+        member(b, ",\"sender\":{\"id\":", r, i, CHAT_HISTORY_USER_ID);
+        member(b, ",\"firstName\":", r, i, CHAT_HISTORY_USER_FIRST_NAME);
+        member(b, ",\"lastName\":", r, i, CHAT_HISTORY_USER_LAST_NAME);
+        member(b, ",\"email\":", r, i, CHAT_HISTORY_USER_EMAIL);
+        member(b, ",\"avatar\":", r, i, CHAT_HISTORY_USER_AVATAR_URL);
         buf_puts(b, "}}");
     }
 }
@@ -456,7 +385,7 @@ static void history_on_page(http_req_t *req, db_result_t *r)
     if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     const page_req_t *pr = req->data;
-    int n = db_isnull(r, 0, H_ID) ? 0 : db_nrows(r);
+    int n = db_isnull(r, 0, CHAT_HISTORY_ID) ? 0 : db_nrows(r);
     bool more = n > pr->limit;
     if (more) n = pr->limit;
     const char *mid = lower_ascii(req, http_req_param(req, 0));
@@ -469,10 +398,11 @@ static void history_on_page(http_req_t *req, db_result_t *r)
     }
     buf_puts(&b, "],\"meta\":{\"nextCursor\":");
     /* Search results are one page: no cursor. */
-    buf_json_str(&b, n && !pr->search ? db_get(r, n - 1, H_CREATED) : NULL);
+    buf_json_str(&b, n && !pr->search ? db_get(r, n - 1, CHAT_HISTORY_CREATED_AT) : NULL);
     buf_puts(&b, more ? ",\"hasMore\":true}}" : ",\"hasMore\":false}}");
     if (pr->key)
-        page_cache_put(&history_pages, pr->key, page_row_version(r, H_VERSION), b.data, b.len);
+        page_cache_put(&history_pages, pr->key, page_row_version(r, CHAT_HISTORY_VERSION), b.data,
+                       b.len);
     reply_page(req, &b);
 }
 
@@ -483,7 +413,8 @@ static void history_on_version(http_req_t *req, db_result_t *r)
     if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     const page_req_t *pr = req->data;
-    const page_entry_t *e = page_cache_get(&history_pages, pr->key, page_row_version(r, 4));
+    const page_entry_t *e =
+        page_cache_get(&history_pages, pr->key, page_row_version(r, CHAT_HISTORY_VERSION_VERSION));
     if (e && !needs_urls(e->body, e->len)) {
         http_reply_jsonn(req, 200, e->body, e->len);
         return;
@@ -494,7 +425,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
     }
     const char *mid = lower_ascii(req, http_req_param(req, 0));
     const char *params[] = {mid, NULL, arena_printf(&req->arena, "%d", pr->limit)};
-    db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
+    db_req_query(req, SQL_CHAT_HISTORY, 3, params, history_on_page);
 }
 
 static void list_messages(http_req_t *req)
@@ -533,18 +464,18 @@ static void list_messages(http_req_t *req)
     req->data = pr;
     if (term) {
         const char *params[] = {mid, before, lim, term};
-        db_req_query(req, SQL_SEARCH, 4, params, history_on_page);
+        db_req_query(req, SQL_CHAT_SEARCH, 4, params, history_on_page);
     } else if (!before) {
         const char *fields[] = {mid, lim};
         pr->key = page_cache_key(req, 2, fields);
         const char *params[] = {mid, NULL, lim};
         if (page_cache_has(&history_pages, pr->key))
-            db_req_query(req, SQL_HISTORY_VERSION, 1, params, history_on_version);
+            db_req_query(req, SQL_CHAT_HISTORY_VERSION, 1, params, history_on_version);
         else
-            db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
+            db_req_query(req, SQL_CHAT_HISTORY, 3, params, history_on_page);
     } else {
         const char *params[] = {mid, before, lim};
-        db_req_query(req, SQL_HISTORY, 3, params, history_on_page);
+        db_req_query(req, SQL_CHAT_HISTORY, 3, params, history_on_page);
     }
 }
 
@@ -559,62 +490,6 @@ typedef struct post_state {
     struct post_state *next; /* in its lane's queue */
 } post_state_t;
 
-/* $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId, $5 attachment ids.
- * Columns after the access ones: reply target in this mentorship (NULL: no such message),
- * attachment files found, of those uploaded by the caller, the existing message of this
- * clientMessageId. A post without attachments uses SQL_POST_LOAD_PLAIN (no $5): with the file
- * counts in it, PostgreSQL's estimate for the generic plan stayed above that of the custom
- * plans, so it planned the statement (inlining chat_message_json) on every post, several times
- * the cost of running it. For the same reason an absent reply target or clientMessageId is the
- * nil UUID (no message has it: ids are v4) rather than NULL, which let a custom plan drop the
- * probe and look cheaper than the generic one. */
-#define NIL_UUID "'00000000-0000-0000-0000-000000000000'::uuid"
-#define SQL_POST_LOAD_(FILES)                                                                      \
-    "SELECT " SQL_ACCESS_COLS ","                                                                  \
-    "   (SELECT c.mentorship_id = m.id FROM chat_messages c"                                       \
-    "     WHERE c.id = COALESCE($4::uuid, " NIL_UUID "))," FILES ","                               \
-    "   (SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = m.id"            \
-    "     AND c.sender_id = $2 AND c.client_message_id = COALESCE($3::uuid, " NIL_UUID "))"        \
-    " FROM mentorships m WHERE m.id = $1::uuid"
-static const char SQL_POST_LOAD[] = SQL_POST_LOAD_(
-    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[])),"
-    "   (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[]) AND f.uploader_id = $2)");
-static const char SQL_POST_LOAD_PLAIN[] = SQL_POST_LOAD_(" 0, 0");
-
-/* $1 id, $2 mentorship, $3 sender, $4 body, $5 clientMessageId, $6 replyTo, $7 attachment ids,
- * $8 push title (the sender's display name). One row (the new message, the push rows queued)
- * or none when a message with this clientMessageId already exists. */
-static const char SQL_POST_INSERT[] =
-    "WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)"
-    "   VALUES ($2::uuid, clock_timestamp()) ON CONFLICT (mentorship_id) DO UPDATE"
-    "   SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')"
-    "   RETURNING last_at),"
-    " ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,"
-    "   reply_to_message_id, created_at)"
-    "   SELECT $1::uuid, $2::uuid, $3, $4, $5::uuid, $6::uuid, clk.last_at FROM clk"
-    "   ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING RETURNING *),"
-    " att AS (INSERT INTO chat_message_attachments (id, message_id, file_id, position)"
-    "   SELECT gen_random_uuid(), ins.id, a.fid, a.ord FROM ins,"
-    "     unnest($7::uuid[]) WITH ORDINALITY a(fid, ord) RETURNING *),"
-    " push AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
-    "     'title', $8::text, 'body', left(ins.body, 200), 'data', jsonb_build_object("
-    "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
-    "   FROM ins JOIN mentorships m ON m.id = ins.mentorship_id"
-    "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
-    "     AND pt.user_id <> ins.sender_id"
-    "   GROUP BY ins.id, ins.body, ins.mentorship_id, pt.user_id RETURNING 1)"
-    " SELECT chat_message_obj(ins::chat_messages, (SELECT COALESCE(json_agg(json_build_object("
-    "     'id', a.id, 'fileId', a.file_id, 'filename', f.filename, 'mimeType', f.mime_type,"
-    "     'sizeBytes', f.size_bytes, '_key', f.storage_key) ORDER BY a.position), '[]')"
-    "     FROM att a LEFT JOIN files f ON f.id = a.file_id), '[]'::json),"
-    "   (SELECT count(*) FROM push)"
-    " FROM ins";
-
-static const char SQL_POST_EXISTING[] =
-    "SELECT chat_message_json(c) FROM chat_messages c WHERE c.mentorship_id = $1::uuid"
-    " AND c.sender_id = $2 AND c.client_message_id = $3::uuid";
-
 static void post_on_existing(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
@@ -623,7 +498,9 @@ static void post_on_existing(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "CONFLICT", "A message with this clientMessageId is in flight");
         return;
     }
-    reply_data(req, 200, with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0)));
+    reply_data(req, 200,
+               with_urls(req, db_get(r, 0, CHAT_POST_EXISTING_MESSAGE),
+                         db_getlen(r, 0, CHAT_POST_EXISTING_MESSAGE)));
 }
 
 /* The post committed (json: the new message, pushes: push rows queued), or (json NULL) another
@@ -634,7 +511,7 @@ static void post_finish(http_req_t *req, const char *json, size_t len, long long
     caller_t *c = context_caller(req);
     if (!json) {
         const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id};
-        db_req_query(req, SQL_POST_EXISTING, 3, params, post_on_existing);
+        db_req_query(req, SQL_CHAT_POST_EXISTING, 3, params, post_on_existing);
         return;
     }
     const char *msg = with_urls(req, json, len);
@@ -650,16 +527,18 @@ static void post_on_inserted(http_req_t *req, db_result_t *r)
         post_finish(req, NULL, 0, 0);
         return;
     }
-    post_finish(req, db_get(r, 0, 0), db_getlen(r, 0, 0), db_getll(r, 0, 1, 0));
+    post_finish(req, db_get(r, 0, CHAT_POST_INSERT_MESSAGE),
+                db_getlen(r, 0, CHAT_POST_INSERT_MESSAGE),
+                db_getll(r, 0, CHAT_POST_INSERT_PUSHES, 0));
 }
 
 /* ---- posts of one mentorship, batched ----
  *
- * Posts of a mentorship take its chat clock row's lock until they commit (SQL_POST_INSERT), so
+ * Posts of a mentorship take its chat clock row's lock until they commit (SQL_CHAT_POST_INSERT), so
  * one commit at a time: with many concurrent posts in one mentorship the post rate was one
  * statement plus one commit (WAL flush) per message. Each worker therefore sends at most
  * POST_INFLIGHT_MAX inserts per mentorship at a time; posts that arrive meanwhile wait in the
- * mentorship's lane and go together in the next statement (SQL_POST_BATCH), up to
+ * mentorship's lane and go together in the next statement (SQL_CHAT_POST_BATCH), up to
  * POST_BATCH_MAX. One statement and one commit then cover the batch: consecutive clock ticks,
  * one upsert of the clock, of the counts and of the conversation row. createdAt stays unique and
  * posts still commit in createdAt order (a batch is one transaction, batches queue on the clock
@@ -685,37 +564,6 @@ typedef struct post_batch {
     int n;
     post_state_t *items[POST_BATCH_MAX];
 } post_batch_t;
-
-/* $1 mentorship, $2 count, then one array element per post: $3 ids, $4 senders, $5 bodies,
- * $6 clientMessageIds, $7 replyToMessageIds, $8 push titles. Post k (1-based) takes the clock's
- * tick k of n. One row per new message: id, the message as chat_message_json renders it, and the
- * push rows queued for the whole batch. */
-static const char SQL_POST_BATCH[] =
-    "WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)"
-    "   VALUES ($1::uuid, clock_timestamp() + ($2::int - 1) * interval '1 microsecond')"
-    "   ON CONFLICT (mentorship_id) DO UPDATE"
-    "   SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')"
-    "     + ($2::int - 1) * interval '1 microsecond'"
-    "   RETURNING last_at),"
-    " src AS (SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::uuid[],"
-    "   $8::text[]) WITH ORDINALITY AS s(id, sender, body, cid, reply, title, ord)),"
-    " ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,"
-    "   reply_to_message_id, created_at)"
-    "   SELECT s.id, $1::uuid, s.sender, s.body, s.cid, s.reply,"
-    "     clk.last_at - ($2::int - s.ord) * interval '1 microsecond'"
-    "   FROM src s, clk ORDER BY s.ord"
-    "   ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING RETURNING *),"
-    " push AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'push', jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),"
-    "     'title', s.title, 'body', left(ins.body, 200), 'data', jsonb_build_object("
-    "       'type', 'chat-message', 'mentorshipId', ins.mentorship_id, 'messageId', ins.id))"
-    "   FROM ins JOIN src s ON s.id = ins.id JOIN mentorships m ON m.id = $1::uuid"
-    "   JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)"
-    "     AND pt.user_id <> ins.sender_id"
-    "   GROUP BY ins.id, ins.body, ins.mentorship_id, s.title, pt.user_id RETURNING 1)"
-    " SELECT ins.id, chat_message_obj(ins::chat_messages, '[]'::json, '[]'::json),"
-    "   (SELECT count(*) FROM push)"
-    " FROM ins";
 
 /* Appends one element of a PostgreSQL array literal: NULL, or the text double-quoted. */
 static void array_elem(buf_t *b, const char *s)
@@ -743,14 +591,14 @@ static post_lane_t *lane_of(const char *mentorship_id)
 
 static void post_batch_send(post_lane_t *lane);
 
-/* The post alone, through SQL_POST_INSERT. */
+/* The post alone, through SQL_CHAT_POST_INSERT. */
 static void post_send_one(http_req_t *req)
 {
     post_state_t *st = req->data;
     caller_t *c = context_caller(req);
     const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
                             st->client_id, st->reply_to,        st->attachments, c->display_name};
-    db_req_query(req, SQL_POST_INSERT, 8, params, post_on_inserted);
+    db_req_query(req, SQL_CHAT_POST_INSERT, 8, params, post_on_inserted);
 }
 
 static void post_on_batch(db_result_t *r, void *data)
@@ -767,11 +615,13 @@ static void post_on_batch(db_result_t *r, void *data)
         } else if (db_ok_or_reply(req, r)) {
             int row = -1;
             for (int k = 0; k < db_nrows(r) && row < 0; k++)
-                if (strcmp(db_get(r, k, 0), st->id) == 0) row = k;
+                if (strcmp(db_get(r, k, CHAT_POST_BATCH_ID), st->id) == 0) row = k;
             if (row < 0)
                 post_finish(req, NULL, 0, 0);
             else
-                post_finish(req, db_get(r, row, 1), db_getlen(r, row, 1), db_getll(r, 0, 2, 0));
+                post_finish(req, db_get(r, row, CHAT_POST_BATCH_MESSAGE),
+                            db_getlen(r, row, CHAT_POST_BATCH_MESSAGE),
+                            db_getll(r, 0, CHAT_POST_BATCH_PUSHES, 0));
         }
         http_req_unref(req);
     }
@@ -828,7 +678,7 @@ static void post_batch_send(post_lane_t *lane)
     const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
                             bodies.data,      cids.data, replies.data, titles.data};
     lane->inflight++;
-    db_query(SQL_POST_BATCH, 8, params, post_on_batch, bt);
+    db_query(SQL_CHAT_POST_BATCH, 8, params, post_on_batch, bt);
     for (size_t i = 0; i < 6; i++)
         buf_free(arrays[i]);
 }
@@ -860,21 +710,23 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
     post_state_t *st = req->data;
     if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
-    const int col = ACCESS_NCOLS;
-    if (!db_isnull(r, 0, col + 3)) {
-        reply_data(req, 200, with_urls(req, db_get(r, 0, col + 3), db_getlen(r, 0, col + 3)));
+    if (!db_isnull(r, 0, CHAT_POST_LOAD_EXISTING)) {
+        reply_data(req, 200,
+                   with_urls(req, db_get(r, 0, CHAT_POST_LOAD_EXISTING),
+                             db_getlen(r, 0, CHAT_POST_LOAD_EXISTING)));
         return;
     }
-    if (st->reply_to && (db_isnull(r, 0, col) || db_get(r, 0, col)[0] != 't')) {
+    if (st->reply_to && (db_isnull(r, 0, CHAT_POST_LOAD_REPLY_HERE) ||
+                         db_get(r, 0, CHAT_POST_LOAD_REPLY_HERE)[0] != 't')) {
         http_reply_error(req, 422, "UNPROCESSABLE",
                          "replyToMessageId is not a message of this mentorship");
         return;
     }
-    if (db_getll(r, 0, col + 1, 0) < st->nattachments) {
+    if (db_getll(r, 0, CHAT_POST_LOAD_FILES_FOUND, 0) < st->nattachments) {
         http_reply_error(req, 404, "NOT_FOUND", "An attached file does not exist");
         return;
     }
-    if (db_getll(r, 0, col + 2, 0) < st->nattachments) {
+    if (db_getll(r, 0, CHAT_POST_LOAD_FILES_OWN, 0) < st->nattachments) {
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
         return;
     }
@@ -900,20 +752,12 @@ static void post_message(http_req_t *req)
     const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
                             st->attachments};
     if (st->nattachments > 0)
-        db_req_query(req, SQL_POST_LOAD, 5, params, post_on_loaded);
+        db_req_query(req, SQL_CHAT_POST_LOAD, 5, params, post_on_loaded);
     else
-        db_req_query(req, SQL_POST_LOAD_PLAIN, 4, params, post_on_loaded);
+        db_req_query(req, SQL_CHAT_POST_LOAD_PLAIN, 4, params, post_on_loaded);
 }
 
 /* ---- one message: edit, delete, reactions ---- */
-
-/* $1 mentorship, $2 message. Columns after the access ones (NULL when the message is not one
- * of this mentorship): sender, deleted, within the edit window. */
-static const char SQL_MSG_LOAD[] =
-    "SELECT " SQL_ACCESS_COLS ", c.sender_id, c.deleted_at IS NOT NULL,"
-    "   c.created_at > now() - interval '15 minutes'"
-    " FROM mentorships m LEFT JOIN chat_messages c ON c.id = $2::uuid AND c.mentorship_id = m.id"
-    " WHERE m.id = $1::uuid";
 
 typedef enum msg_op { OP_EDIT, OP_DELETE, OP_REACT, OP_UNREACT } msg_op_t;
 
@@ -924,34 +768,6 @@ typedef struct msg_state {
     const char *body;  /* edit */
     const char *emoji; /* reactions */
 } msg_state_t;
-
-/* $1 mentorship, $2 message, $3 body, $4 sender. */
-static const char SQL_EDIT[] =
-    "WITH u AS (UPDATE chat_messages SET body = $3, edited_at = now()"
-    "   WHERE id = $2::uuid AND mentorship_id = $1::uuid AND deleted_at IS NULL"
-    "   AND sender_id = $4 AND created_at > now() - interval '15 minutes' RETURNING *)"
-    " SELECT chat_message_json(u::chat_messages) FROM u";
-
-/* $1 mentorship, $2 message, $3 caller. */
-static const char SQL_DELETE[] =
-    "UPDATE chat_messages SET deleted_at = now(), deleted_by = $3"
-    " WHERE id = $2::uuid AND mentorship_id = $1::uuid AND deleted_at IS NULL RETURNING id";
-
-/* $1 message, $2 emoji, $3 caller. Column 0: whether the reaction is new; 1: whether the
- * message is still live. */
-static const char SQL_REACT[] =
-    "WITH live AS (SELECT id FROM chat_messages WHERE id = $1::uuid AND deleted_at IS NULL),"
-    " ins AS (INSERT INTO chat_reactions (message_id, emoji, user_id)"
-    "   SELECT id, $2, $3 FROM live ON CONFLICT DO NOTHING RETURNING 1)"
-    " SELECT EXISTS (SELECT 1 FROM ins), EXISTS (SELECT 1 FROM live)";
-
-static const char SQL_UNREACT[] =
-    "WITH live AS (SELECT id FROM chat_messages WHERE id = $1::uuid AND deleted_at IS NULL),"
-    " del AS (DELETE FROM chat_reactions WHERE message_id IN (SELECT id FROM live)"
-    "   AND emoji = $2 AND user_id = $3 RETURNING 1)"
-    " SELECT EXISTS (SELECT 1 FROM del), EXISTS (SELECT 1 FROM live)";
-
-static const char SQL_REACTIONS[] = "SELECT chat_reactions_json($1::uuid)";
 
 static void msg_not_found(http_req_t *req)
 {
@@ -966,7 +782,8 @@ static void edit_on_updated(http_req_t *req, db_result_t *r)
         msg_not_found(req);
         return;
     }
-    const char *msg = with_urls(req, db_get(r, 0, 0), db_getlen(r, 0, 0));
+    const char *msg =
+        with_urls(req, db_get(r, 0, CHAT_EDIT_MESSAGE), db_getlen(r, 0, CHAT_EDIT_MESSAGE));
     publish(req, &st->x, "chat-message-updated", msg);
     reply_data(req, 200, msg);
 }
@@ -1000,7 +817,7 @@ static void react_on_reactions(http_req_t *req, db_result_t *r)
     react_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (!db_ok_or_reply(req, r)) return;
-    const char *reactions = db_get(r, 0, 0);
+    const char *reactions = db_get(r, 0, CHAT_REACTIONS_REACTIONS);
     buf_t d = BUF_INIT;
     buf_puts(&d, "{\"messageId\":");
     buf_json_str(&d, st->m.msg_id);
@@ -1029,13 +846,13 @@ static void react_on_written(http_req_t *req, db_result_t *r)
 {
     react_state_t *st = req->data;
     if (!db_ok_or_reply(req, r)) return;
-    if (db_get(r, 0, 1)[0] != 't') {
+    if (db_get(r, 0, CHAT_REACT_LIVE)[0] != 't') {
         msg_not_found(req);
         return;
     }
-    st->changed = db_get(r, 0, 0)[0] == 't';
+    st->changed = db_get(r, 0, CHAT_REACT_CHANGED)[0] == 't';
     const char *params[] = {st->m.msg_id};
-    db_req_query(req, SQL_REACTIONS, 1, params, react_on_reactions);
+    db_req_query(req, SQL_CHAT_REACTIONS, 1, params, react_on_reactions);
 }
 
 static void msg_on_loaded(http_req_t *req, db_result_t *r)
@@ -1045,22 +862,21 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
     if (!db_ok_or_reply(req, r)) return;
     perm_chat_need_t need = st->op == OP_DELETE ? PERM_CHAT_READ : PERM_CHAT_PARTICIPATE;
     if (!access_or_replied(req, r, need, &st->x)) return;
-    const int col = ACCESS_NCOLS;
-    if (db_isnull(r, 0, col) || db_get(r, 0, col + 1)[0] == 't') {
+    if (db_isnull(r, 0, CHAT_MSG_LOAD_SENDER_ID) || db_get(r, 0, CHAT_MSG_LOAD_DELETED)[0] == 't') {
         msg_not_found(req);
         return;
     }
-    bool own = strcmp(db_get(r, 0, col), c->user_id) == 0;
+    bool own = strcmp(db_get(r, 0, CHAT_MSG_LOAD_SENDER_ID), c->user_id) == 0;
     switch (st->op) {
     case OP_EDIT: {
         if (!perm_allowed_or_replied(req, perm_chat_edit(own))) return;
-        if (db_get(r, 0, col + 2)[0] != 't') {
+        if (db_get(r, 0, CHAT_MSG_LOAD_EDITABLE)[0] != 't') {
             http_reply_error(req, 422, "EDIT_WINDOW_EXPIRED",
                              "A message can be edited for 15 minutes after it was sent");
             return;
         }
         const char *params[] = {st->x.mentorship_id, st->msg_id, st->body, c->user_id};
-        db_req_query(req, SQL_EDIT, 4, params, edit_on_updated);
+        db_req_query(req, SQL_CHAT_EDIT, 4, params, edit_on_updated);
         return;
     }
     case OP_DELETE: {
@@ -1068,13 +884,13 @@ static void msg_on_loaded(http_req_t *req, db_result_t *r)
         perm_actor_t a = perm_actor(c);
         if (!perm_allowed_or_replied(req, perm_chat_delete(&a, own))) return;
         const char *params[] = {st->x.mentorship_id, st->msg_id, c->user_id};
-        db_req_query(req, SQL_DELETE, 3, params, delete_on_done);
+        db_req_query(req, SQL_CHAT_DELETE, 3, params, delete_on_done);
         return;
     }
     case OP_REACT:
     case OP_UNREACT: {
         const char *params[] = {st->msg_id, st->emoji, c->user_id};
-        db_req_query(req, st->op == OP_REACT ? SQL_REACT : SQL_UNREACT, 3, params,
+        db_req_query(req, st->op == OP_REACT ? SQL_CHAT_REACT : SQL_CHAT_UNREACT, 3, params,
                      react_on_written);
         return;
     }
@@ -1096,7 +912,7 @@ static void msg_load(http_req_t *req, msg_state_t *st)
 {
     req->data = st;
     const char *params[] = {st->x.mentorship_id, st->msg_id};
-    db_req_query(req, SQL_MSG_LOAD, 2, params, msg_on_loaded);
+    db_req_query(req, SQL_CHAT_MSG_LOAD, 2, params, msg_on_loaded);
 }
 
 static void edit_message(http_req_t *req)
@@ -1152,23 +968,8 @@ static void remove_reaction(http_req_t *req)
 
 /* ---- read receipts and unread counts ---- */
 
-/* $1 mentorship, $2 message, $3 caller. Columns after the access ones: whether the message is
- * one of this mentorship's. The receipt moves only forward. */
-static const char SQL_RECEIPT_LOAD[] =
-    "SELECT " SQL_ACCESS_COLS ","
-    "   EXISTS (SELECT 1 FROM chat_messages c WHERE c.id = $2::uuid AND c.mentorship_id = m.id)"
-    " FROM mentorships m WHERE m.id = $1::uuid";
-
-static const char SQL_RECEIPT[] =
-    "INSERT INTO chat_read_receipts AS r (mentorship_id, user_id, last_read_message_id,"
-    "   last_read_at)"
-    " SELECT c.mentorship_id, $3, c.id, c.created_at FROM chat_messages c"
-    "   WHERE c.id = $2::uuid AND c.mentorship_id = $1::uuid"
-    " ON CONFLICT (mentorship_id, user_id) DO UPDATE SET"
-    "   last_read_message_id = EXCLUDED.last_read_message_id,"
-    "   last_read_at = EXCLUDED.last_read_at, updated_at = now()"
-    " WHERE r.last_read_at < EXCLUDED.last_read_at";
-
+/* A read receipt: the message is checked to be one of the mentorship's (chat_receipt_load),
+ * then the receipt moves only forward (chat_receipt). */
 typedef struct receipt_state {
     chat_ctx_t x;
     const char *msg_id;
@@ -1186,12 +987,12 @@ static void receipt_on_loaded(http_req_t *req, db_result_t *r)
     caller_t *c = context_caller(req);
     if (!db_ok_or_reply(req, r)) return;
     if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
-    if (db_get(r, 0, ACCESS_NCOLS)[0] != 't') {
+    if (db_get(r, 0, CHAT_RECEIPT_LOAD_MESSAGE_HERE)[0] != 't') {
         msg_not_found(req);
         return;
     }
     const char *params[] = {st->x.mentorship_id, st->msg_id, c->user_id};
-    db_req_query(req, SQL_RECEIPT, 3, params, receipt_on_done);
+    db_req_query(req, SQL_CHAT_RECEIPT, 3, params, receipt_on_done);
 }
 
 static void read_receipt(http_req_t *req)
@@ -1210,15 +1011,8 @@ static void read_receipt(http_req_t *req)
     if (verr_reply(req, &v)) return;
     req->data = st;
     const char *params[] = {st->x.mentorship_id, st->msg_id};
-    db_req_query(req, SQL_RECEIPT_LOAD, 2, params, receipt_on_loaded);
+    db_req_query(req, SQL_CHAT_RECEIPT_LOAD, 2, params, receipt_on_loaded);
 }
-
-/* Messages of others, not deleted, after the caller's receipt. $1 mentorship, $2 caller. */
-static const char SQL_UNREAD[] =
-    "SELECT " SQL_ACCESS_COLS ","
-    "   chat_unread(m.id, $2, (SELECT r.last_read_at FROM chat_read_receipts r"
-    "     WHERE r.mentorship_id = m.id AND r.user_id = $2))"
-    " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void unread_on_loaded(http_req_t *req, db_result_t *r)
 {
@@ -1228,7 +1022,7 @@ static void unread_on_loaded(http_req_t *req, db_result_t *r)
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"mentorshipId\":");
     buf_json_str(&b, lower_ascii(req, http_req_param(req, 0)));
-    buf_printf(&b, ",\"unreadCount\":%lld}}", db_getll(r, 0, ACCESS_NCOLS, 0));
+    buf_printf(&b, ",\"unreadCount\":%lld}}", db_getll(r, 0, CHAT_UNREAD_UNREAD_COUNT, 0));
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
@@ -1238,48 +1032,10 @@ static void unread(http_req_t *req)
     const char *mid;
     if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
     const char *params[] = {mid, c->user_id};
-    db_req_query(req, SQL_UNREAD, 2, params, unread_on_loaded);
+    db_req_query(req, SQL_CHAT_UNREAD, 2, params, unread_on_loaded);
 }
 
 /* ---- conversations ---- */
-
-/* $1 organization, $2 caller, $3 every mentorship of the organization (else the caller's
- * own), $4 whether the caller has unread counts (participants). Newest last message first;
- * the last message is the stored one of chat_conversations (migration 0010), not a probe of
- * every mentorship's messages. The unread count is chat_unread written out: as a function
- * call per row (not inlined, for its CASE of subqueries) it cost more than the rest.
- * Plain rows (CONV_*), written as JSON in C: building 2,000 objects with json_build_object cost
- * more than the rest of the statement. */
-static const char SQL_CONVERSATIONS[] =
-    "SELECT m.id, m.title, m.status, ou.id, ou.first_name, ou.last_name, ou.email,"
-    "   ou.avatar_url, v.last_message_id, v.last_body, v.last_sender_id, chat_iso(v.last_at),"
-    "   CASE WHEN NOT $4::boolean THEN 0 WHEN rr.last_read_at IS NULL THEN"
-    "     (SELECT COALESCE(sum(k.n), 0) FROM chat_counts k WHERE k.mentorship_id = m.id"
-    "      AND k.sender_id <> $2)"
-    "   ELSE (SELECT count(*) FROM chat_messages c WHERE c.mentorship_id = m.id"
-    "     AND c.deleted_at IS NULL AND c.sender_id <> $2 AND c.created_at > rr.last_read_at) END"
-    " FROM mentorships m"
-    " JOIN chat_conversations v ON v.mentorship_id = m.id AND v.last_message_id IS NOT NULL"
-    " LEFT JOIN chat_read_receipts rr ON rr.mentorship_id = m.id AND rr.user_id = $2"
-    " JOIN users ou ON ou.id = CASE WHEN m.teacher_id = $2 THEN m.coach_id ELSE m.teacher_id END"
-    " WHERE m.organization_id = $1::uuid AND ($3::boolean OR $2 IN (m.coach_id, m.teacher_id))"
-    " ORDER BY v.last_at DESC, m.id";
-
-enum {
-    CONV_ID,
-    CONV_TITLE,
-    CONV_STATUS,
-    CONV_USER_ID,
-    CONV_USER_FIRST,
-    CONV_USER_LAST,
-    CONV_USER_EMAIL,
-    CONV_USER_AVATAR,
-    CONV_MSG_ID,
-    CONV_MSG_BODY,
-    CONV_MSG_SENDER,
-    CONV_MSG_CREATED,
-    CONV_UNREAD,
-};
 
 static void conversations_on_rows(http_req_t *req, db_result_t *r)
 {
@@ -1289,19 +1045,21 @@ static void conversations_on_rows(http_req_t *req, db_result_t *r)
     buf_reserve(&b, 64 + (size_t)n * 600);
     buf_puts(&b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
-        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i, CONV_ID);
-        member(&b, ",\"mentorshipTitle\":", r, i, CONV_TITLE);
-        member(&b, ",\"mentorshipStatus\":", r, i, CONV_STATUS);
-        member(&b, ",\"otherUser\":{\"id\":", r, i, CONV_USER_ID);
-        member(&b, ",\"firstName\":", r, i, CONV_USER_FIRST);
-        member(&b, ",\"lastName\":", r, i, CONV_USER_LAST);
-        member(&b, ",\"email\":", r, i, CONV_USER_EMAIL);
-        member(&b, ",\"avatar\":", r, i, CONV_USER_AVATAR);
-        member(&b, "},\"lastMessage\":{\"id\":", r, i, CONV_MSG_ID);
-        member(&b, ",\"body\":", r, i, CONV_MSG_BODY);
-        member(&b, ",\"senderId\":", r, i, CONV_MSG_SENDER);
-        member(&b, ",\"createdAt\":", r, i, CONV_MSG_CREATED);
-        buf_printf(&b, "},\"unreadCount\":%lld}", db_getll(r, i, CONV_UNREAD, 0));
+        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i,
+               CHAT_CONVERSATIONS_MENTORSHIP_ID);
+        member(&b, ",\"mentorshipTitle\":", r, i, CHAT_CONVERSATIONS_TITLE);
+        member(&b, ",\"mentorshipStatus\":", r, i, CHAT_CONVERSATIONS_STATUS);
+        member(&b, ",\"otherUser\":{\"id\":", r, i, CHAT_CONVERSATIONS_USER_ID);
+        member(&b, ",\"firstName\":", r, i, CHAT_CONVERSATIONS_USER_FIRST_NAME);
+        member(&b, ",\"lastName\":", r, i, CHAT_CONVERSATIONS_USER_LAST_NAME);
+        member(&b, ",\"email\":", r, i, CHAT_CONVERSATIONS_USER_EMAIL);
+        member(&b, ",\"avatar\":", r, i, CHAT_CONVERSATIONS_USER_AVATAR_URL);
+        member(&b, "},\"lastMessage\":{\"id\":", r, i, CHAT_CONVERSATIONS_LAST_MESSAGE_ID);
+        member(&b, ",\"body\":", r, i, CHAT_CONVERSATIONS_LAST_BODY);
+        member(&b, ",\"senderId\":", r, i, CHAT_CONVERSATIONS_LAST_SENDER_ID);
+        member(&b, ",\"createdAt\":", r, i, CHAT_CONVERSATIONS_LAST_AT);
+        buf_printf(&b, "},\"unreadCount\":%lld}",
+                   db_getll(r, i, CHAT_CONVERSATIONS_UNREAD_COUNT, 0));
     }
     buf_puts(&b, "]}");
     if (!memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
@@ -1321,13 +1079,10 @@ static void conversations(http_req_t *req)
     perm_chat_conversations(&a, &all, &counts);
     const char *params[] = {c->org_id, c->user_id, all ? "true" : "false",
                             counts ? "true" : "false"};
-    db_req_query(req, SQL_CONVERSATIONS, 4, params, conversations_on_rows);
+    db_req_query(req, SQL_CHAT_CONVERSATIONS, 4, params, conversations_on_rows);
 }
 
 /* ---- chat token ---- */
-
-static const char SQL_ACCESS[] =
-    "SELECT " SQL_ACCESS_COLS " FROM mentorships m WHERE m.id = $1::uuid";
 
 static void token_on_loaded(http_req_t *req, db_result_t *r)
 {
@@ -1372,7 +1127,7 @@ static void chat_token(http_req_t *req)
     const char *mid;
     if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
     const char *params[] = {mid};
-    db_req_query(req, SQL_ACCESS, 1, params, token_on_loaded);
+    db_req_query(req, SQL_CHAT_ACCESS, 1, params, token_on_loaded);
 }
 
 static const route_t chat_routes[] = {

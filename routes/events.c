@@ -9,6 +9,7 @@
 
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_events.h"
 #include "domain/ids.h"
 #include "domain/timefmt.h"
 #include "routes/context.h"
@@ -16,18 +17,6 @@
 #include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/streams.h"
-
-static const char SQL_MENTORSHIP_ACCESS[] =
-    "SELECT m.organization_id,"
-    " ($2 IN (m.coach_id, m.teacher_id)) AND EXISTS (SELECT 1 FROM organization_memberships om"
-    "   WHERE om.organization_id = m.organization_id AND om.user_id = $2"
-    "   AND om.membership_status = 'active')"
-    " FROM mentorships m WHERE m.id = $1";
-
-/* The organizations where the user's membership is active: the only ones whose events the user
- * stream carries. */
-static const char SQL_ACTIVE_ORGS[] = "SELECT organization_id FROM organization_memberships"
-                                      " WHERE user_id = $1 AND membership_status = 'active'";
 
 /* Where a reconnecting client resumes: the Last-Event-ID header (EventSource sends it on its
  * own reconnects), else the lastEventId query parameter, for a browser EventSource opened anew
@@ -57,14 +46,14 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
     if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
     bool found = db_nrows(r) > 0;
-    const char *participant = found ? db_get(r, 0, 1) : NULL;
+    const char *participant = found ? db_get(r, 0, EVENTS_MENTORSHIP_ACCESS_PARTICIPANT) : NULL;
     perm_actor_t a = perm_actor(c);
     if (!perm_allowed_or_replied(
             req, perm_stream_mentorship(&a, found, participant && participant[0] == 't')))
         return;
     stream_auth_t auth = stream_auth(c);
-    streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0], db_get(r, 0, 0),
-                 last_event_id(req));
+    streams_open(req, STREAM_MENTORSHIP, c->user_id, &auth, req->params[0],
+                 db_get(r, 0, EVENTS_MENTORSHIP_ACCESS_ORGANIZATION_ID), last_event_id(req));
 }
 
 static void mentorship_events(http_req_t *req)
@@ -76,7 +65,7 @@ static void mentorship_events(http_req_t *req)
     }
     caller_t *c = context_caller(req);
     const char *params[] = {id, c->user_id};
-    db_req_query(req, SQL_MENTORSHIP_ACCESS, 2, params, on_mentorship);
+    db_req_query(req, SQL_EVENTS_MENTORSHIP_ACCESS, 2, params, on_mentorship);
 }
 
 static void on_active_orgs(http_req_t *req, db_result_t *r)
@@ -87,7 +76,7 @@ static void on_active_orgs(http_req_t *req, db_result_t *r)
     int n = db_nrows(r);
     const char **orgs = arena_alloc(&req->arena, sizeof(*orgs) * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++)
-        orgs[i] = db_get(r, i, 0);
+        orgs[i] = db_get(r, i, EVENTS_ACTIVE_ORGS_ORGANIZATION_ID);
     auth.orgs = orgs;
     auth.norgs = n;
     streams_open(req, STREAM_USER, c->user_id, &auth, NULL, NULL, last_event_id(req));
@@ -97,7 +86,7 @@ static void user_events(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *params[] = {c->user_id};
-    db_req_query(req, SQL_ACTIVE_ORGS, 1, params, on_active_orgs);
+    db_req_query(req, SQL_EVENTS_ACTIVE_ORGS, 1, params, on_active_orgs);
 }
 
 static const route_t event_routes[] = {

@@ -31,6 +31,7 @@
 #include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_files.h"
 #include "domain/ids.h"
 #include "domain/text.h"
 #include "routes/common.h"
@@ -57,16 +58,6 @@ static void local_put(http_req_t *req);
 static void local_get(http_req_t *req);
 
 /* ---- shared rules ---- */
-
-/* The row lock comes first: an attach or avatar change racing with this either committed
- * before (and file_referenced sees it) or waits and then finds the file gone. */
-const char SQL_FILES_GC[] =
-    "WITH l AS (SELECT id FROM files WHERE id = $1 FOR UPDATE),"
-    " f AS (DELETE FROM files WHERE id IN (SELECT id FROM l) AND NOT file_referenced($1)"
-    "   RETURNING storage_key),"
-    " q AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'storage_delete', jsonb_build_object('key', storage_key) FROM f RETURNING 1)"
-    " SELECT count(*) FROM q";
 
 uint64_t files_mime_limit(const char *mime)
 {
@@ -192,10 +183,6 @@ static bool file_fields_or_reply(http_req_t *req, json_t *body, verr_t *v, const
 
 /* ---- presign ---- */
 
-static const char SQL_PRESIGNED[] =
-    "INSERT INTO file_uploads (storage_key, user_id, organization_id, filename, mime_type,"
-    " size_bytes) VALUES ($1, $2, $3, $4, $5, $6::bigint)";
-
 typedef struct presign_state {
     const char *url, *key;
 } presign_state_t;
@@ -245,7 +232,7 @@ static void presign_file(http_req_t *req)
     char sz[24];
     snprintf(sz, sizeof sz, "%llu", (unsigned long long)size);
     const char *params[] = {st->key, c->user_id, c->org_id, filename, mime, sz};
-    db_req_query(req, SQL_PRESIGNED, 6, params, on_presigned);
+    db_req_query(req, SQL_FILES_PRESIGNED, 6, params, on_presigned);
 }
 
 /* ---- register ---- */
@@ -256,15 +243,6 @@ typedef struct reg_state {
     char id[IDS_UUID_LEN + 1];
     const char *hash;
 } reg_state_t;
-
-static const char SQL_REG_CHECK[] =
-    "SELECT u.user_id, u.mime_type, EXISTS (SELECT 1 FROM files f WHERE f.storage_key = $1)"
-    " FROM file_uploads u WHERE u.storage_key = $1";
-
-static const char SQL_REG_INSERT[] =
-    "INSERT INTO files (id, organization_id, uploader_id, filename, mime_type, size_bytes,"
-    " sha256_hash, storage_key) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8)"
-    " ON CONFLICT (storage_key) DO NOTHING RETURNING iso(created_at)";
 
 static void reg_on_inserted(http_req_t *req, db_result_t *r)
 {
@@ -312,7 +290,7 @@ static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
     snprintf(sz, sizeof sz, "%llu", (unsigned long long)st->size);
     const char *params[] = {st->id,   c->org_id, c->user_id, st->filename,
                             st->mime, sz,        st->hash,   st->key};
-    db_req_query(req, SQL_REG_INSERT, 8, params, reg_on_inserted);
+    db_req_query(req, SQL_FILES_REG_INSERT, 8, params, reg_on_inserted);
 }
 
 static void reg_on_stat(int rc, uint64_t size, void *data)
@@ -342,15 +320,15 @@ static void reg_on_check(http_req_t *req, db_result_t *r)
     reg_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (!db_ok_or_reply(req, r)) return;
-    if (db_nrows(r) == 0 || strcmp(db_get(r, 0, 0), c->user_id) != 0) {
+    if (db_nrows(r) == 0 || strcmp(db_get(r, 0, FILES_REG_CHECK_USER_ID), c->user_id) != 0) {
         http_reply_error(req, 403, "FORBIDDEN", "This storage key was not presigned for you");
         return;
     }
-    if (db_get(r, 0, 2)[0] == 't') {
+    if (db_get(r, 0, FILES_REG_CHECK_REGISTERED)[0] == 't') {
         http_reply_error(req, 409, "CONFLICT", "This storage key is already registered");
         return;
     }
-    if (strcmp(db_get(r, 0, 1), st->mime) != 0) {
+    if (strcmp(db_get(r, 0, FILES_REG_CHECK_MIME_TYPE), st->mime) != 0) {
         http_reply_error(req, 400, "VALIDATION_ERROR",
                          "mimeType differs from the one the key was presigned for");
         return;
@@ -370,50 +348,41 @@ static void register_file(http_req_t *req)
     if (!file_fields_or_reply(req, body, &v, &st->filename, &st->mime, &st->size)) return;
     req->data = st;
     const char *params[] = {st->key};
-    db_req_query(req, SQL_REG_CHECK, 1, params, reg_on_check);
+    db_req_query(req, SQL_FILES_REG_CHECK, 1, params, reg_on_check);
 }
 
 /* ---- get ---- */
 
-/* Columns 0-2: organization, uploader, participant (the caller is coach or teacher of a
- * mentorship the file is attached to). */
-#define SQL_FILE_ACCESS_COLS                                                                       \
-    "f.organization_id, f.uploader_id, EXISTS (SELECT 1 FROM file_attachments a"                   \
-    "   JOIN mentorships m ON m.id = a.object_id WHERE a.file_id = f.id"                           \
-    "   AND a.object_type = 'mentorship' AND (m.coach_id = $2 OR m.teacher_id = $2))"
-
-static const char SQL_FILE_GET[] =
-    "SELECT " SQL_FILE_ACCESS_COLS ", f.id, f.filename, f.mime_type, f.size_bytes, f.sha256_hash,"
-    " f.storage_key, iso(f.created_at) FROM files f WHERE f.id = $1";
-
-/* 404 / 403 for a file row with SQL_FILE_ACCESS_COLS first; false after replying. */
+/* 404 / 403 for a files_get row; false after replying. */
 static bool file_readable_or_replied(http_req_t *req, const db_result_t *r)
 {
     perm_actor_t a = perm_actor(context_caller(req));
     bool found = db_nrows(r) > 0;
-    return perm_allowed_or_replied(req, perm_file_read(&a, found, found ? db_get(r, 0, 0) : NULL,
-                                                       found ? db_get(r, 0, 1) : NULL,
-                                                       found && db_get(r, 0, 2)[0] == 't'));
+    return perm_allowed_or_replied(
+        req, perm_file_read(&a, found, found ? db_get(r, 0, FILES_GET_ORGANIZATION_ID) : NULL,
+                            found ? db_get(r, 0, FILES_GET_UPLOADER_ID) : NULL,
+                            found && db_get(r, 0, FILES_GET_PARTICIPANT)[0] == 't'));
 }
 
 static void on_file(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     if (!file_readable_or_replied(req, r)) return;
-    const char *name = db_get(r, 0, 4), *mime = db_get(r, 0, 5), *key = db_get(r, 0, 8);
+    const char *name = db_get(r, 0, FILES_GET_FILENAME), *mime = db_get(r, 0, FILES_GET_MIME_TYPE),
+               *key = db_get(r, 0, FILES_GET_STORAGE_KEY);
     const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":{\"id\":");
-    buf_json_str(&b, db_get(r, 0, 3));
+    buf_json_str(&b, db_get(r, 0, FILES_GET_ID));
     buf_puts(&b, ",\"filename\":");
     buf_json_str(&b, name);
     buf_puts(&b, ",\"mimeType\":");
     buf_json_str(&b, mime);
-    buf_printf(&b, ",\"sizeBytes\":%lld,\"sha256Hash\":", db_getll(r, 0, 6, 0));
-    if (db_isnull(r, 0, 7))
+    buf_printf(&b, ",\"sizeBytes\":%lld,\"sha256Hash\":", db_getll(r, 0, FILES_GET_SIZE_BYTES, 0));
+    if (db_isnull(r, 0, FILES_GET_SHA256_HASH))
         buf_puts(&b, "null");
     else
-        buf_json_str(&b, db_get(r, 0, 7));
+        buf_json_str(&b, db_get(r, 0, FILES_GET_SHA256_HASH));
     buf_puts(&b, ",\"storageKey\":");
     buf_json_str(&b, key);
     buf_puts(&b, ",\"presignedUrl\":");
@@ -422,7 +391,7 @@ static void on_file(http_req_t *req, db_result_t *r)
     else
         buf_puts(&b, "null");
     buf_puts(&b, ",\"createdAt\":");
-    buf_json_str(&b, db_get(r, 0, 9));
+    buf_json_str(&b, db_get(r, 0, FILES_GET_CREATED_AT));
     buf_puts(&b, "}}");
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
@@ -432,19 +401,10 @@ static void get_file(http_req_t *req)
     const char *id;
     if (!path_uuid_ok_or_reply(req, 0, &id, "fileId must be a UUID")) return;
     const char *params[] = {id, context_caller(req)->user_id};
-    db_req_query(req, SQL_FILE_GET, 2, params, on_file);
+    db_req_query(req, SQL_FILES_GET, 2, params, on_file);
 }
 
 /* ---- attach / detach ---- */
-
-static const char SQL_ATTACH_CHECK[] =
-    "SELECT " SQL_FILE_ACCESS_COLS ", m.organization_id, m.coach_id, f.id"
-    " FROM (SELECT 1) x LEFT JOIN files f ON f.id = $1"
-    " LEFT JOIN mentorships m ON m.id = $3";
-
-static const char SQL_ATTACH[] =
-    "INSERT INTO file_attachments (id, file_id, object_type, object_id, created_by)"
-    " VALUES ($1, $2, 'mentorship', $3, $4) ON CONFLICT DO NOTHING RETURNING id";
 
 typedef struct attach_state {
     const char *file_id, *object_id;
@@ -478,18 +438,21 @@ static void on_attach_check(http_req_t *req, db_result_t *r)
 {
     attach_state_t *st = req->data;
     if (!db_ok_or_reply(req, r)) return;
-    if (db_isnull(r, 0, 5)) {
+    if (db_isnull(r, 0, FILES_ATTACH_CHECK_ID)) {
         http_reply_error(req, 404, "NOT_FOUND", "File not found");
         return;
     }
     perm_actor_t a = perm_actor(context_caller(req));
-    if (!perm_allowed_or_replied(req, perm_file_attach(&a, db_get(r, 0, 3), db_get(r, 0, 4),
-                                                       db_get(r, 0, 0), db_get(r, 0, 1),
-                                                       db_get(r, 0, 2)[0] == 't')))
+    if (!perm_allowed_or_replied(
+            req, perm_file_attach(&a, db_get(r, 0, FILES_ATTACH_CHECK_M_ORGANIZATION_ID),
+                                  db_get(r, 0, FILES_ATTACH_CHECK_M_COACH_ID),
+                                  db_get(r, 0, FILES_ATTACH_CHECK_ORGANIZATION_ID),
+                                  db_get(r, 0, FILES_ATTACH_CHECK_UPLOADER_ID),
+                                  db_get(r, 0, FILES_ATTACH_CHECK_PARTICIPANT)[0] == 't')))
         return;
     new_uuid(st->id);
     const char *params[] = {st->id, st->file_id, st->object_id, context_caller(req)->user_id};
-    db_req_query(req, SQL_ATTACH, 4, params, on_attached);
+    db_req_query(req, SQL_FILES_ATTACH, 4, params, on_attached);
 }
 
 static bool object_type_or_reply(http_req_t *req, const char *t)
@@ -520,75 +483,43 @@ static void attach_file(http_req_t *req)
     st->object_id = low;
     req->data = st;
     const char *params[] = {st->file_id, context_caller(req)->user_id, st->object_id};
-    db_req_query(req, SQL_ATTACH_CHECK, 3, params, on_attach_check);
+    db_req_query(req, SQL_FILES_ATTACH_CHECK, 3, params, on_attach_check);
 }
 
 typedef struct detach_state {
     txreq_t tx;
     const char *file_id, *object_id;
-    bool deleted;
 } detach_state_t;
 
-/* The file row is locked first, so two detaches of one file (or a detach and an avatar
- * change) decide "last reference" one after the other. */
-static const char SQL_DETACH_LOCK[] =
-    "SELECT (SELECT f.id FROM files f WHERE f.id = $1 FOR UPDATE),"
-    " (SELECT m.organization_id FROM mentorships m WHERE m.id = $2),"
-    " (SELECT m.coach_id FROM mentorships m WHERE m.id = $2)";
-static const char SQL_DETACH[] =
-    "DELETE FROM file_attachments WHERE file_id = $1 AND object_type = 'mentorship'"
-    " AND object_id = $2 RETURNING id";
-
-static void detach_on_commit(http_req_t *req, db_result_t *r)
+/* Committed: the attachment is gone, and the file too when that was its last reference. */
+static void detach_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
-    detach_state_t *st = req->data;
-    if (!db_ok_or_reply(req, r)) return;
-    if (st->deleted) outbox_kick();
+    (void)t;
+    if (db_getll(&res[1], 0, FILES_GC_QUEUED, 0) > 0) outbox_kick();
     http_reply_empty(req, 204);
 }
 
-static void detach_on_gc(http_req_t *req, db_result_t *r)
+/* res[0]: the locked file and the mentorship (files_detach_lock); res[1]: whether the file is
+ * attached to it, read after the lock. */
+static void detach_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     detach_state_t *st = req->data;
-    if (!txreq_ok_or_reply(&st->tx, r)) return;
-    st->deleted = db_getll(r, 0, 0, 0) > 0;
-    txreq_commit(&st->tx, detach_on_commit);
-}
-
-static void detach_on_deleted(http_req_t *req, db_result_t *r)
-{
-    detach_state_t *st = req->data;
-    if (!txreq_ok_or_reply(&st->tx, r)) return;
-    if (db_nrows(r) == 0) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "The file is not attached to this mentorship");
-        return;
-    }
-    const char *params[] = {st->file_id};
-    txreq_query(&st->tx, SQL_FILES_GC, 1, params, detach_on_gc);
-}
-
-static void detach_on_locked(http_req_t *req, db_result_t *r)
-{
-    detach_state_t *st = req->data;
-    if (!txreq_ok_or_reply(&st->tx, r)) return;
-    if (db_isnull(r, 0, 0)) {
-        txreq_error(&st->tx, 404, "NOT_FOUND", "File not found");
+    if (db_isnull(&res[0], 0, FILES_DETACH_LOCK_FILE_ID)) {
+        txreq_error(t, 404, "NOT_FOUND", "File not found");
         return;
     }
     perm_actor_t a = perm_actor(context_caller(req));
-    if (!perm_allowed_or_rolled_back(&st->tx,
-                                     perm_mentorship_change(&a, db_get(r, 0, 1), db_get(r, 0, 2))))
+    if (!perm_allowed_or_rolled_back(
+            t, perm_mentorship_change(&a, db_get(&res[0], 0, FILES_DETACH_LOCK_ORGANIZATION_ID),
+                                      db_get(&res[0], 0, FILES_DETACH_LOCK_COACH_ID))))
         return;
+    if (db_get(&res[1], 0, FILES_DETACH_ATTACHED_ATTACHED)[0] != 't') {
+        txreq_error(t, 404, "NOT_FOUND", "The file is not attached to this mentorship");
+        return;
+    }
     const char *params[] = {st->file_id, st->object_id};
-    txreq_query(&st->tx, SQL_DETACH, 2, params, detach_on_deleted);
-}
-
-static void detach_on_begin(http_req_t *req, db_result_t *r)
-{
-    detach_state_t *st = req->data;
-    if (!txreq_ok_or_reply(&st->tx, r)) return;
-    const char *params[] = {st->file_id, st->object_id};
-    txreq_query(&st->tx, SQL_DETACH_LOCK, 2, params, detach_on_locked);
+    const txreq_stmt_t writes[] = {{SQL_FILES_DETACH, 2, params}, {SQL_FILES_GC, 1, params}};
+    txreq_write(t, writes, 2, detach_done);
 }
 
 static void detach_file(http_req_t *req)
@@ -598,17 +529,13 @@ static void detach_file(http_req_t *req)
     if (!object_type_or_reply(req, http_req_param(req, 1))) return;
     if (!path_uuid_ok_or_reply(req, 2, &st->object_id, "objectId must be a UUID")) return;
     req->data = st;
-    txreq_begin(&st->tx, req, detach_on_begin);
+    const char *params[] = {st->file_id, st->object_id};
+    const txreq_stmt_t reads[] = {{SQL_FILES_DETACH_LOCK, 2, params},
+                                  {SQL_FILES_DETACH_ATTACHED, 2, params}};
+    txreq_read(&st->tx, req, reads, 2, detach_decide);
 }
 
 /* ---- mentorship attachments ---- */
-
-static const char SQL_ATTACHMENTS[] =
-    "SELECT m.organization_id, m.coach_id, m.teacher_id, a.id, f.id, f.filename, f.mime_type,"
-    " f.size_bytes, f.storage_key, iso(a.created_at)"
-    " FROM mentorships m LEFT JOIN (file_attachments a JOIN files f ON f.id = a.file_id)"
-    "   ON a.object_type = 'mentorship' AND a.object_id = m.id"
-    " WHERE m.id = $1 ORDER BY a.created_at DESC, a.id DESC";
 
 static void on_attachments(http_req_t *req, db_result_t *r)
 {
@@ -616,32 +543,37 @@ static void on_attachments(http_req_t *req, db_result_t *r)
     if (!db_ok_or_reply(req, r)) return;
     bool found = db_nrows(r) > 0;
     perm_actor_t a = perm_actor(c);
-    if (!perm_allowed_or_replied(req, perm_attachments_read(&a, found ? db_get(r, 0, 0) : NULL,
-                                                            found ? db_get(r, 0, 1) : NULL,
-                                                            found ? db_get(r, 0, 2) : NULL)))
+    if (!perm_allowed_or_replied(
+            req, perm_attachments_read(
+                     &a, found ? db_get(r, 0, FILES_ATTACHMENTS_ORGANIZATION_ID) : NULL,
+                     found ? db_get(r, 0, FILES_ATTACHMENTS_COACH_ID) : NULL,
+                     found ? db_get(r, 0, FILES_ATTACHMENTS_TEACHER_ID) : NULL)))
         return;
     buf_t b = BUF_INIT;
     buf_puts(&b, "{\"data\":[");
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
-        if (db_isnull(r, i, 3)) continue;
-        const char *name = db_get(r, i, 5), *mime = db_get(r, i, 6), *key = db_get(r, i, 8);
+        if (db_isnull(r, i, FILES_ATTACHMENTS_ATTACHMENT_ID)) continue;
+        const char *name = db_get(r, i, FILES_ATTACHMENTS_FILENAME),
+                   *mime = db_get(r, i, FILES_ATTACHMENTS_MIME_TYPE),
+                   *key = db_get(r, i, FILES_ATTACHMENTS_STORAGE_KEY);
         const char *url = storage_presign_get(&req->arena, key, name, mime, STORAGE_URL_TTL);
         buf_puts(&b, items++ ? ",{\"attachmentId\":" : "{\"attachmentId\":");
-        buf_json_str(&b, db_get(r, i, 3));
+        buf_json_str(&b, db_get(r, i, FILES_ATTACHMENTS_ATTACHMENT_ID));
         buf_puts(&b, ",\"fileId\":");
-        buf_json_str(&b, db_get(r, i, 4));
+        buf_json_str(&b, db_get(r, i, FILES_ATTACHMENTS_FILE_ID));
         buf_puts(&b, ",\"filename\":");
         buf_json_str(&b, name);
         buf_puts(&b, ",\"mimeType\":");
         buf_json_str(&b, mime);
-        buf_printf(&b, ",\"sizeBytes\":%lld,\"presignedUrl\":", db_getll(r, i, 7, 0));
+        buf_printf(&b, ",\"sizeBytes\":%lld,\"presignedUrl\":",
+                   db_getll(r, i, FILES_ATTACHMENTS_SIZE_BYTES, 0));
         if (url)
             buf_json_str(&b, url);
         else
             buf_puts(&b, "null");
         buf_puts(&b, ",\"createdAt\":");
-        buf_json_str(&b, db_get(r, i, 9));
+        buf_json_str(&b, db_get(r, i, FILES_ATTACHMENTS_CREATED_AT));
         buf_putc(&b, '}');
     }
     buf_puts(&b, "]}");
@@ -653,7 +585,7 @@ static void list_attachments(http_req_t *req)
     const char *id;
     if (!path_uuid_ok_or_reply(req, 0, &id, "mentorshipId must be a UUID")) return;
     const char *params[] = {id};
-    db_req_query(req, SQL_ATTACHMENTS, 1, params, on_attachments);
+    db_req_query(req, SQL_FILES_ATTACHMENTS, 1, params, on_attachments);
 }
 
 /* ---- local driver: presigned PUT ---- */

@@ -26,12 +26,6 @@ bool files_filename_valid(const char *s);
 bool files_can_read(const caller_t *c, const char *org_id, const char *uploader_id,
                     bool participant);
 
-/* $1 file id: deletes the file record when nothing refers to it any more (file_referenced() of
- * migration 0009) and queues the deletion of its stored object in the outbox; one row, the
- * number of objects queued (0 or 1). Run it in the transaction that dropped a reference, then
- * outbox_kick() after the commit when it queued one. */
-extern const char SQL_FILES_GC[];
-
 typedef void (*files_ref_done_cb)(http_req_t *req, bool ok);
 enum files_ref_kind { FILES_REF_AVATAR, FILES_REF_LOGO };
 /* Makes file_id (NULL: none) the avatar of user target_id or the logo of organization

@@ -26,6 +26,7 @@
 #include "core/multipart.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_files.h"
 #include "domain/ids.h"
 #include "routes/common.h"
 #include "routes/dbreq.h"
@@ -162,16 +163,6 @@ static int up_on_chunk(http_req_t *req, const char *data, size_t len)
 
 /* ---- after the body ---- */
 
-static const char SQL_UP_INSERT[] =
-    "INSERT INTO files (id, organization_id, uploader_id, filename, mime_type, size_bytes,"
-    " sha256_hash, storage_key) VALUES ($1, $2, $3, $4, $5, $6::bigint, $7, $8)";
-
-static const char SQL_LOGO_ADMIN[] =
-    "SELECT EXISTS (SELECT 1 FROM organizations WHERE id = $1),"
-    " EXISTS (SELECT 1 FROM organization_memberships WHERE organization_id = $1"
-    "   AND user_id = $2 AND role_in_organization = 'OrganizationAdmin'"
-    "   AND membership_status = 'active')";
-
 static void up_reply(http_req_t *req)
 {
     upload_state_t *st = req->data;
@@ -235,7 +226,7 @@ static void up_on_stored(int rc, uint64_t size, const char *hex, void *data)
     snprintf(sz, sizeof sz, "%llu", (unsigned long long)st->got);
     const char *params[] = {st->id,   c->org_id, c->user_id, st->filename,
                             st->mime, sz,        st->hash,   st->key};
-    db_req_query(req, SQL_UP_INSERT, 8, params, up_on_inserted);
+    db_req_query(req, SQL_FILES_UP_INSERT, 8, params, up_on_inserted);
 }
 
 static void up_store(http_req_t *req)
@@ -258,12 +249,12 @@ static void up_on_logo_admin(http_req_t *req, db_result_t *r)
         st->w = NULL;
         return;
     }
-    if (db_get(r, 0, 0)[0] != 't') {
+    if (db_get(r, 0, FILES_LOGO_ADMIN_ORG_EXISTS)[0] != 't') {
         upload_fail(req, 404, "NOT_FOUND", "Organization not found");
         return;
     }
     perm_actor_t a = perm_actor(context_caller(req));
-    perm_t p = perm_org_logo(&a, db_get(r, 0, 1)[0] == 't');
+    perm_t p = perm_org_logo(&a, db_get(r, 0, FILES_LOGO_ADMIN_ORG_ADMIN)[0] == 't');
     if (!perm_allowed(p)) {
         upload_fail(req, p.status, p.code, p.message);
         return;
@@ -310,7 +301,7 @@ static void up_on_end(http_req_t *req)
             if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
         st->org_id = low;
         const char *params[] = {st->org_id, context_caller(req)->user_id};
-        db_req_query(req, SQL_LOGO_ADMIN, 2, params, up_on_logo_admin);
+        db_req_query(req, SQL_FILES_LOGO_ADMIN, 2, params, up_on_logo_admin);
         return;
     }
     up_store(req);
@@ -348,20 +339,6 @@ typedef struct ref_state {
     const char *target_id, *file_id, *ref;
 } ref_state_t;
 
-static const char SQL_REF_FILE[] =
-    "SELECT f.organization_id, f.uploader_id, EXISTS (SELECT 1 FROM file_attachments a"
-    "   JOIN mentorships m ON m.id = a.object_id WHERE a.file_id = f.id"
-    "   AND a.object_type = 'mentorship' AND (m.coach_id = $2 OR m.teacher_id = $2)),"
-    " f.mime_type, f.storage_key FROM files f WHERE f.id = $1";
-static const char SQL_SET_AVATAR[] =
-    "WITH old AS (SELECT id, avatar_file_id FROM users WHERE id = $1 FOR UPDATE)"
-    " UPDATE users SET avatar_file_id = $2, avatar_url = $3, updated_at = now()"
-    " FROM old WHERE users.id = old.id RETURNING old.avatar_file_id";
-static const char SQL_SET_LOGO[] =
-    "WITH old AS (SELECT id, logo_file_id FROM organizations WHERE id = $1 FOR UPDATE)"
-    " UPDATE organizations SET logo_file_id = $2, logo_url = $3, updated_at = now()"
-    " FROM old WHERE organizations.id = old.id RETURNING old.logo_file_id";
-
 static void ref_finish(http_req_t *req, bool ok)
 {
     ref_state_t *rs = req->data;
@@ -373,7 +350,7 @@ static void ref_on_gc(http_req_t *req, db_result_t *r)
 {
     /* The new reference is committed; a failed cleanup only leaves an unused file behind. */
     if (!r->ok) log_warn("files: unused previous image not deleted: %s", r->error ? r->error : "");
-    if (r->ok && db_getll(r, 0, 0, 0) > 0) outbox_kick();
+    if (r->ok && db_getll(r, 0, FILES_GC_QUEUED, 0) > 0) outbox_kick();
     ref_finish(req, true);
 }
 
@@ -398,7 +375,7 @@ static void ref_on_set(http_req_t *req, db_result_t *r)
     }
     /* The caller context carries the avatar url. */
     if (rs->kind == FILES_REF_AVATAR) ctx_invalidate_user(rs->target_id);
-    const char *old = db_get(r, 0, 0);
+    const char *old = db_get(r, 0, FILES_SET_AVATAR_OLD_FILE_ID);
     if (!old || (rs->file_id && strcmp(old, rs->file_id) == 0)) {
         ref_finish(req, true);
         return;
@@ -411,8 +388,8 @@ static void ref_write(http_req_t *req)
 {
     ref_state_t *rs = req->data;
     const char *params[] = {rs->target_id, rs->file_id, rs->ref};
-    db_req_query(req, rs->kind == FILES_REF_AVATAR ? SQL_SET_AVATAR : SQL_SET_LOGO, 3, params,
-                 ref_on_set);
+    db_req_query(req, rs->kind == FILES_REF_AVATAR ? SQL_FILES_SET_AVATAR : SQL_FILES_SET_LOGO, 3,
+                 params, ref_on_set);
 }
 
 static void ref_on_file(http_req_t *req, db_result_t *r)
@@ -427,13 +404,14 @@ static void ref_on_file(http_req_t *req, db_result_t *r)
         ref_finish(req, false);
         return;
     }
-    if (!files_can_read(context_caller(req), db_get(r, 0, 0), db_get(r, 0, 1),
-                        db_get(r, 0, 2)[0] == 't')) {
+    if (!files_can_read(context_caller(req), db_get(r, 0, FILES_REF_FILE_ORGANIZATION_ID),
+                        db_get(r, 0, FILES_REF_FILE_UPLOADER_ID),
+                        db_get(r, 0, FILES_REF_FILE_PARTICIPANT)[0] == 't')) {
         http_reply_error(req, 403, "FORBIDDEN", "You may not use this file");
         ref_finish(req, false);
         return;
     }
-    const char *mime = db_get(r, 0, 3);
+    const char *mime = db_get(r, 0, FILES_REF_FILE_MIME_TYPE);
     if (strncmp(mime, "image/", 6) != 0) {
         http_reply_error_details(req, 400, "VALIDATION_ERROR", "Validation failed",
                                  rs->kind == FILES_REF_AVATAR
@@ -442,7 +420,7 @@ static void ref_on_file(http_req_t *req, db_result_t *r)
         ref_finish(req, false);
         return;
     }
-    rs->ref = storage_ref_make(&req->arena, mime, db_get(r, 0, 4));
+    rs->ref = storage_ref_make(&req->arena, mime, db_get(r, 0, FILES_REF_FILE_STORAGE_KEY));
     if (!rs->ref) {
         http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
         ref_finish(req, false);
@@ -466,7 +444,7 @@ void files_ref_set(http_req_t *req, int kind, const char *target_id, const char 
         return;
     }
     const char *params[] = {file_id, context_caller(req)->user_id};
-    db_req_query(req, SQL_REF_FILE, 2, params, ref_on_file);
+    db_req_query(req, SQL_FILES_REF_FILE, 2, params, ref_on_file);
 }
 
 /* ---- rendering references ---- */

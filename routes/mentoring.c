@@ -9,6 +9,9 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "db/queries.h"
+#include "db/q_mentorships.h"
+#include "db/q_sessions.h"
 #include "domain/mail_templates.h"
 #include "domain/timefmt.h"
 #include "domain/validate.h"
@@ -169,13 +172,26 @@ void mentoring_publish_session_update(const char *organization_id, const char *m
                    true);
 }
 
+/* The statements these two read start with organization_id, coach_id and teacher_id, at the
+ * column numbers of mentorship_get's, whose enum they read with. */
+#define SAME_ACCESS_COLS(S)                                                                        \
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, ORGANIZATION_ID);                                            \
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, COACH_ID);                                                   \
+    DB_SAME_COLUMN(S, MENTORSHIP_GET, TEACHER_ID)
+SAME_ACCESS_COLS(MENTORSHIP_LOCK);
+SAME_ACCESS_COLS(SESSION_GET);
+SAME_ACCESS_COLS(SESSION_CREATE_LOCK);
+SAME_ACCESS_COLS(SESSION_LOCK);
+
 bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_thing_t what)
 {
     perm_actor_t a = perm_actor(context_caller(req));
     bool found = db_nrows(r) > 0;
     return perm_allowed_or_replied(
-        req, perm_mentoring_read(&a, what, found ? db_get(r, 0, 0) : NULL,
-                                 found ? db_get(r, 0, 1) : NULL, found ? db_get(r, 0, 2) : NULL));
+        req,
+        perm_mentoring_read(&a, what, found ? db_get(r, 0, MENTORSHIP_GET_ORGANIZATION_ID) : NULL,
+                            found ? db_get(r, 0, MENTORSHIP_GET_COACH_ID) : NULL,
+                            found ? db_get(r, 0, MENTORSHIP_GET_TEACHER_ID) : NULL));
 }
 
 bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r)
@@ -183,8 +199,8 @@ bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r)
     perm_actor_t a = perm_actor(context_caller(tx->req));
     bool found = db_nrows(r) > 0;
     return perm_allowed_or_rolled_back(
-        tx,
-        perm_mentorship_change(&a, found ? db_get(r, 0, 0) : NULL, found ? db_get(r, 0, 1) : NULL));
+        tx, perm_mentorship_change(&a, found ? db_get(r, 0, MENTORSHIP_GET_ORGANIZATION_ID) : NULL,
+                                   found ? db_get(r, 0, MENTORSHIP_GET_COACH_ID) : NULL));
 }
 
 /* ---- rendered list pages ---- */

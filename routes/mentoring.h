@@ -22,12 +22,13 @@
 bool mentoring_is_manager(const caller_t *c);
 /* "true" when the caller sees the notes of mentorships and sessions (SQL parameter). */
 const char *mentoring_show_notes(const caller_t *c);
-/* Read access to a mentorship or one of its sessions (perm_mentoring_read()), from a row whose
- * columns 0-2 are the organization, coach and teacher ids (no row: 404). Replies and returns
+/* Read access to a mentorship or one of its sessions (perm_mentoring_read()), from a row that
+ * starts with the organization, coach and teacher ids like mentorship_get's (no row: 404;
+ * mentoring.c checks the statements it serves at compile time). Replies and returns
  * false when access is refused. */
 bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_thing_t what);
-/* perm_mentorship_change() for a row whose columns 0-1 are the organization and coach ids (no
- * row: 404), inside the write's transaction: a refusal rolls back, replies and returns false. */
+/* perm_mentorship_change() for a row that starts like mentorship_get's (no row: 404), inside the
+ * write's transaction: a refusal rolls back, replies and returns false. */
 bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r);
 
 /* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as

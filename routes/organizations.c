@@ -29,6 +29,7 @@
 #include "core/mem.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/queries.h"
 #include "db/q_organizations.h"
 #include "domain/ids.h"
 #include "domain/text.h"
@@ -225,17 +226,30 @@ static void acc_params(http_req_t *req, const char **p, const char *org_id, cons
     p[3] = roles;
 }
 
+/* Every statement with the ACC_CTE check has org_exists and my_role at the column numbers of
+ * org_get's, which org_access_or_replied reads with org_get's enum. */
+#define SAME_ACCESS_COLS(S)                                                                        \
+    DB_SAME_COLUMN(S, ORG_GET, ORG_EXISTS);                                                        \
+    DB_SAME_COLUMN(S, ORG_GET, MY_ROLE)
+SAME_ACCESS_COLS(ORG_PATCH);
+SAME_ACCESS_COLS(ORG_ARCHIVE);
+SAME_ACCESS_COLS(MEMBER_LIST);
+SAME_ACCESS_COLS(MEMBER_CHECK);
+SAME_ACCESS_COLS(MEMBER_ADD);
+SAME_ACCESS_COLS(MEMBER_UPDATE);
+
 /*
- * Reads columns 1 (organization exists) and 2 (caller's active role there) of an ACC_CTE
- * statement and asks perm_org_access(). Replies 404 / 403 and returns false when the caller may
- * not act; otherwise *as is the caller's role there (the global role for global callers).
+ * Reads org_exists and my_role (the caller's active role there) of an ACC_CTE statement and
+ * asks perm_org_access(). Replies 404 / 403 and returns false when the caller may not act;
+ * otherwise *as is the caller's role there (the global role for global callers).
  */
 static bool org_access_or_replied(http_req_t *req, const db_result_t *r, role_t need, role_t *as)
 {
     perm_actor_t a = perm_actor(context_caller(req));
-    const char *exists = db_get(r, 0, 1);
+    const char *exists = db_get(r, 0, ORG_GET_ORG_EXISTS);
     return perm_allowed_or_replied(req, perm_org_access(&a, exists && exists[0] == 't',
-                                                        role_parse(db_get(r, 0, 2)), need, as));
+                                                        role_parse(db_get(r, 0, ORG_GET_MY_ROLE)),
+                                                        need, as));
 }
 
 /* ---- organizations ---- */

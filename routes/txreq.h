@@ -12,13 +12,10 @@
  *
  * decide() ends with txreq_write, or with txreq_error (rolls back and replies). Any failure on
  * the way (BEGIN, a read, a write, COMMIT) is rolled back and answered through the one table of
- * routes/dberr.h (e.g. 23P01 -> 409 SESSION_CONFLICT), else 503 / 500 — the callbacks only see
+ * routes/dbreq.h (e.g. 23P01 -> 409 SESSION_CONFLICT), else 503 / 500 — the callbacks only see
  * success. Each step holds a reference on the request; when the client has gone the
  * transaction is rolled back and the callback skipped. Results are freed when the callback
  * returns: copy what must outlive it into the request arena.
- *
- * The older step-by-step form (txreq_begin / txreq_query / txreq_commit, one callback per
- * statement) remains for routes not moved yet.
  */
 #pragma once
 #include <stdbool.h>
@@ -52,8 +49,6 @@ struct txreq {
     bool failed;           /* fail is set */
     txreq_cb cb;           /* decide() or done() */
     const char *fail_text; /* optional message of the 503 / 500 answers */
-    /* the step-by-step form */
-    db_req_cb step_cb;
 };
 
 /* Step 1: BEGIN and the reads (1..TXREQ_MAX_STMTS), then decide(). */
@@ -65,15 +60,3 @@ void txreq_write(txreq_t *t, const txreq_stmt_t *writes, int n, txreq_cb done);
 void txreq_error(txreq_t *t, int status, const char *code, const char *message);
 /* Rolls back (no callback). Safe when there is no open transaction. */
 void txreq_rollback(txreq_t *t);
-
-/* ---- step by step (one callback per statement) ---- */
-
-/* Starts the transaction; cb gets the BEGIN result (on failure, reply with
- * txreq_ok_or_reply, which has nothing to roll back). */
-void txreq_begin(txreq_t *t, http_req_t *req, db_req_cb cb);
-/* Runs one statement in the transaction. */
-void txreq_query(txreq_t *t, const char *sql, int nparams, const char *const *values, db_req_cb cb);
-/* Commits; cb gets the COMMIT result (a failed commit has already rolled back). */
-void txreq_commit(txreq_t *t, db_req_cb cb);
-/* Like db_ok_or_reply(), and rolls back when it replies (returns false). */
-bool txreq_ok_or_reply(txreq_t *t, const db_result_t *r);

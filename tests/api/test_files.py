@@ -265,6 +265,23 @@ def test_detach_last_attachment_deletes_record_and_object(org, ment):
     wait_until(lambda: not os.path.exists(stored_path(key)), what="object deleted")
 
 
+def test_detach_of_a_file_never_attached_keeps_it(org, ment):
+    # 404 for a file that is not attached there, and the unattached file (registered, not yet
+    # attached anywhere) is neither deleted nor queued for deletion by the refused detach.
+    coach = org.client("Coach")
+    fid, key, _ = upload_presigned(coach, b"not attached yet")
+    assert_error(coach.call("DELETE", "/api/files/%s/attach/mentorship/%s" % (fid, ment["id"]))[0],
+                 404)
+    assert_error(coach.call(
+        "DELETE", "/api/files/00000000-0000-4000-8000-000000000000/attach/mentorship/%s"
+        % ment["id"])[0], 404)
+    coach.get_json("/api/files/%s" % fid)
+    time.sleep(0.5)
+    assert os.path.exists(stored_path(key))
+    coach.post_json("/api/files/%s/attach" % fid, {"objectType": "mentorship", "objectId": ment["id"]},
+                    expect=201)
+
+
 def test_detach_keeps_file_used_as_avatar(org, ment):
     coach = org.client("Coach")
     fid, key, _ = upload_presigned(coach, b"\x89PNG avatar", filename="me.png", mime="image/png")
