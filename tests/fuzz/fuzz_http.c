@@ -12,8 +12,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -197,23 +197,46 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One client connection to the server, made without blocking. A blocking connect() can wait a
+ * second or more (a SYN that meets a connection of the same ports still in TIME_WAIT is answered
+ * and retried after the kernel's retransmission delay), and libFuzzer's SIGALRM, which checks
+ * the -timeout every second or so, then ends it with EINTR: a fresh CI machine lost the target
+ * to that abort. So the connect is non-blocking and waited for with poll(), which is simply
+ * repeated when a signal interrupts it. A thousand connections a second can also use up the
+ * machine's ephemeral ports for a moment (EADDRNOTAVAIL): that is the host, not the server, so
+ * wait for one to come free. Any other failure is named before the abort (a bare abort() shows
+ * only as "deadly signal"). */
+static int client_connect(const struct sockaddr_in *a)
 {
-    if (size < 1) return 0;
-    size_t piece = (data[0] & 0x80) ? size : 1 + (size_t)(data[0] & 0x7f) * 8;
-    data++;
-    size--;
-
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    /* A thousand connections a second can use up the machine's ephemeral ports for a moment
-     * (EADDRNOTAVAIL): that is the host, not the server, so wait for one to come free. Any other
-     * failure is named before the abort (a bare abort() shows only as "deadly signal"). */
-    int fd = -1;
     for (int tries = 0;; tries++) {
-        fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) break;
-        int err = errno;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        int err = fd < 0 ? errno : 0;
+        if (fd >= 0 && connect(fd, (const struct sockaddr *)a, sizeof(*a)) != 0) {
+            err = errno;
+            if (err == EINPROGRESS || err == EINTR) {
+                /* Done when writable; SO_ERROR says how. At most 8 s (libFuzzer's -timeout
+                 * is 10 s), with the loop run meanwhile so the server keeps accepting. */
+                err = ETIMEDOUT;
+                for (int waited = 0; waited < 800; waited++) {
+                    uv_run(loop, UV_RUN_NOWAIT);
+                    struct pollfd p = {.fd = fd, .events = POLLOUT};
+                    int n = poll(&p, 1, 10);
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n != 0) {
+                        socklen_t len = sizeof(err);
+                        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+                        break;
+                    }
+                }
+            }
+        }
+        if (fd >= 0 && err == 0) {
+            /* Closed with a reset once the test is over (the server has closed its side by
+             * then): no TIME_WAIT left on either side to collide with a later connection. */
+            struct linger l = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+            return fd;
+        }
         if (fd >= 0) close(fd);
         if (err != EADDRNOTAVAIL || tries >= 3000) {
             fprintf(stderr, "fuzz_http: connect to the server: %s\n", strerror(err));
@@ -223,7 +246,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nanosleep(&ts, NULL);
         uv_run(loop, UV_RUN_NOWAIT);
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    size_t piece = (data[0] & 0x80) ? size : 1 + (size_t)(data[0] & 0x7f) * 8;
+    data++;
+    size--;
+
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    int fd = client_connect(&a);
     uv_run(loop, UV_RUN_NOWAIT); /* accept */
 
     size_t off = 0;
