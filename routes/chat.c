@@ -95,6 +95,28 @@ SAME_ACCESS_COLS(CHAT_HISTORY_VERSION);
 SAME_ACCESS_COLS(CHAT_POST_LOAD);
 SAME_ACCESS_COLS(CHAT_MSG_LOAD);
 SAME_ACCESS_COLS(CHAT_RECEIPT_LOAD);
+/* A batch of posts comes back in the layout of a history page, and message_row() writes both. */
+#define SAME_MESSAGE_COLS(S)                                                                       \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, ID);                                                           \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, SENDER_ID);                                                    \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, BODY);                                                         \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, CLIENT_MESSAGE_ID);                                            \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, CREATED_AT);                                                   \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, EDITED_AT);                                                    \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, DELETED_AT);                                                   \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REPLY_TO_MESSAGE_ID);                                          \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REPLY_ID);                                                     \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REPLY_SENDER_ID);                                              \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REPLY_SENDER_NAME);                                            \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REPLY_BODY);                                                   \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, USER_ID);                                                      \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, USER_FIRST_NAME);                                              \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, USER_LAST_NAME);                                               \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, USER_EMAIL);                                                   \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, USER_AVATAR_URL);                                              \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, ATTACHMENTS);                                                  \
+    DB_SAME_COLUMN(S, CHAT_HISTORY, REACTIONS)
+SAME_MESSAGE_COLS(CHAT_POST_BATCH);
 SAME_ACCESS_COLS(CHAT_UNREAD);
 
 /* What the access read found, copied into the arena. */
@@ -616,12 +638,14 @@ static void post_on_batch(db_result_t *r, void *data)
             int row = -1;
             for (int k = 0; k < db_nrows(r) && row < 0; k++)
                 if (strcmp(db_get(r, k, CHAT_POST_BATCH_ID), st->id) == 0) row = k;
-            if (row < 0)
+            if (row < 0) {
                 post_finish(req, NULL, 0, 0);
-            else
-                post_finish(req, db_get(r, row, CHAT_POST_BATCH_MESSAGE),
-                            db_getlen(r, row, CHAT_POST_BATCH_MESSAGE),
-                            db_getll(r, 0, CHAT_POST_BATCH_PUSHES, 0));
+            } else {
+                buf_t b = BUF_INIT;
+                message_row(&b, r, row, st->x.mentorship_id);
+                post_finish(req, b.data, b.len, db_getll(r, 0, CHAT_POST_BATCH_PUSHES, 0));
+                buf_free(&b);
+            }
         }
         http_req_unref(req);
     }

@@ -43,6 +43,15 @@ def test_burst_keeps_every_post_apart(chat, push):
         if "replyToMessageId" in fields:
             assert m["replyTo"]["body"] == "parent"
         assert m["sender"]["id"] == chat.uid(key)
+    # The answers of a batch are written in C; the same message sent again with its
+    # clientMessageId is answered from the stored row, rendered by PostgreSQL
+    # (chat_message_json): the two must agree field by field, and the event is the answer.
+    by_id = {e["id"]: e for e in events}
+    for key, fields, _, m in got:
+        again = chat.c(key).post(chat.msgs(), json=fields)
+        assert again.status_code == 200
+        assert again.json()["data"] == m
+        assert by_id[m["id"]] == m
     assert sorted(e["id"] for e in events) == sorted(m["id"] for *_, m in got)
     # Every post pushed to the coach (the only one with a token; the coach did not post), with
     # its own sender's name as title and its own body.
