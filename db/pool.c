@@ -547,7 +547,10 @@ static void dispatch(void)
     }
 }
 
-static void queue_push(db_job_t *job)
+/* Queues a job for the next free connection: at the end of the wait queue, or at its head
+ * (first) for a statement that holds a row lock other requests wait on, so that it does not
+ * wait behind everything queued meanwhile. */
+static void queue_push_at(db_job_t *job, bool first)
 {
     if (pool.state != POOL_RUNNING) {
         job_fail(job, true, NULL, "database pool is not running");
@@ -561,13 +564,22 @@ static void queue_push(db_job_t *job)
     }
     job->queued_at = uv_now(pool.loop);
     job->next = NULL;
-    if (pool.queue_end)
-        pool.queue_end->next = job;
-    else
+    if (first && pool.queue) {
+        job->next = pool.queue;
         pool.queue = job;
-    pool.queue_end = job;
+    } else if (pool.queue_end) {
+        pool.queue_end->next = job;
+        pool.queue_end = job;
+    } else {
+        pool.queue = pool.queue_end = job;
+    }
     pool.queued++;
     dispatch();
+}
+
+static void queue_push(db_job_t *job)
+{
+    queue_push_at(job, false);
 }
 
 /* ---- transactions ---- */
@@ -884,18 +896,26 @@ static void on_late_close(uv_handle_t *h)
     free(container_of((uv_timer_t *)h, late_job_t, timer));
 }
 
-/* Fails queued jobs that waited too long for a connection (the route answers 503). */
+/* Fails queued jobs that waited too long for a connection (the route answers 503). The whole
+ * queue is looked at: a job queued first (db_query_first) sits before older ones. */
 static void on_janitor(uv_timer_t *t)
 {
     uint64_t now = uv_now(t->loop);
-    while (pool.queue && now - pool.queue->queued_at >= DB_QUEUE_WAIT_MS) {
-        db_job_t *job = pool.queue;
-        pool.queue = job->next;
-        if (!pool.queue) pool.queue_end = NULL;
+    db_job_t **link = &pool.queue, *last = NULL;
+    while (*link) {
+        db_job_t *job = *link;
+        if (now - job->queued_at < DB_QUEUE_WAIT_MS) {
+            last = job;
+            link = &job->next;
+            continue;
+        }
+        *link = job->next;
         pool.queued--;
+        job->next = NULL;
         job_fail(job, true, NULL, "no database connection available in time");
         job_complete(job);
     }
+    pool.queue_end = last;
 }
 
 static void on_notice(void *arg, const char *msg)
@@ -1032,7 +1052,8 @@ static bool args_ok(const char *sql, int nparams, const char *const *values)
     return sql && nparams >= 0 && nparams <= DB_MAX_PARAMS && (nparams == 0 || values);
 }
 
-void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data)
+static void query_push(const char *sql, int nparams, const char *const *values, db_cb cb,
+                       void *data, bool first)
 {
     bool valid = args_ok(sql, nparams, values);
     db_job_t *job = job_new(JOB_QUERY, sql, valid ? nparams : 0, values);
@@ -1043,7 +1064,18 @@ void db_query(const char *sql, int nparams, const char *const *values, db_cb cb,
         job_complete(job);
         return;
     }
-    queue_push(job);
+    queue_push_at(job, first);
+}
+
+void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data)
+{
+    query_push(sql, nparams, values, cb, data, false);
+}
+
+void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb,
+                    void *data)
+{
+    query_push(sql, nparams, values, cb, data, true);
 }
 
 void db_tx_begin(db_tx_cb cb, void *data)

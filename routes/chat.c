@@ -702,7 +702,7 @@ static void post_batch_send(post_lane_t *lane)
     const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
                             bodies.data,      cids.data, replies.data, titles.data};
     lane->inflight++;
-    db_query(SQL_CHAT_POST_BATCH, 8, params, post_on_batch, bt);
+    db_query_first(SQL_CHAT_POST_BATCH, 8, params, post_on_batch, bt);
     for (size_t i = 0; i < 6; i++)
         buf_free(arrays[i]);
 }

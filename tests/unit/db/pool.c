@@ -537,6 +537,46 @@ static void test_queue_overflow(void **state)
     assert_false(ovf.lost_after_ok);
 }
 
+/* ---- a statement queued first ---- */
+
+static struct {
+    int n;
+    intptr_t order[8];
+} first;
+
+static void first_on_result(db_result_t *r, void *data)
+{
+    ASSERT_DEFERRED();
+    assert_true(r->ok);
+    assert_int_equal(db_getll(r, 0, 0, -1), (intptr_t)data);
+    first.order[first.n++] = (intptr_t)data;
+    if (first.n == 7) loop_finish();
+}
+
+/* One connection, not up yet: every statement waits. db_query_first goes ahead of the ones
+ * queued before it, and the others keep their order, also those queued after it. */
+static void test_query_first(void **state)
+{
+    (void)state;
+    memset(&first, 0, sizeof first);
+    loop_start(db_url, 1);
+    const char *v[1];
+    char num[8][4];
+    for (intptr_t i = 0; i < 7; i++) {
+        snprintf(num[i], sizeof num[i], "%d", (int)i);
+        v[0] = num[i];
+        if (i == 4)
+            CALL(db_query_first("SELECT $1::int", 1, v, first_on_result, (void *)i));
+        else
+            CALL(db_query("SELECT $1::int", 1, v, first_on_result, (void *)i));
+    }
+    loop_run();
+    intptr_t want[7] = {4, 0, 1, 2, 3, 5, 6};
+    assert_int_equal(first.n, 7);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(first.order[i], want[i]);
+}
+
 /* ---- backend killed by the server ---- */
 
 static const char SQL_PID[] = "SELECT pg_backend_pid()";
@@ -784,6 +824,7 @@ int main(void)
         cmocka_unit_test_teardown(test_tx_commit_rollback, teardown),
         cmocka_unit_test_teardown(test_tx_failure, teardown),
         cmocka_unit_test_teardown(test_queue_overflow, teardown),
+        cmocka_unit_test_teardown(test_query_first, teardown),
         cmocka_unit_test_teardown(test_reconnect, teardown),
         cmocka_unit_test_teardown(test_shutdown, teardown),
         cmocka_unit_test_teardown(test_unreachable, teardown),
