@@ -575,7 +575,8 @@ void http_set_body_filter(http_body_filter_fn fn)
 void http_reply(http_req_t *req, int status, const char *ctype, const char *body, size_t len)
 {
     if (!reply_prologue(req, status)) return;
-    if (body_filter && len > 0 && ctype && strncmp(ctype, "application/json", 16) == 0)
+    if (body_filter && !req->body_plain && len > 0 && ctype &&
+        strncmp(ctype, "application/json", 16) == 0)
         body = body_filter(req, body, len, &len);
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     size_t hlen;

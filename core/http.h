@@ -92,6 +92,9 @@ struct http_req {
     int status; /* response status, once replied */
     bool replied;
     bool streaming;
+    /* Set by a handler whose JSON body is known to hold nothing the body filter rewrites (a
+     * cached page checked once when stored): the reply skips the filter's scan of it. */
+    bool body_plain;
     /* Called once when the client disconnects while the request is pending or streaming. */
     http_req_cb on_gone;
 

@@ -52,8 +52,7 @@ void db_pool_stats(db_pool_stats_t *out);
 void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);
 /* The same, ahead of every statement waiting for a connection: for a statement that takes a row
  * lock other requests queue on (chat post batches), whose wait would hold them all up. */
-void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb,
-                    void *data);
+void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);
 
 /* Transactions: db_tx_begin takes a connection for the caller alone and runs BEGIN; the callback
  * gets the tx (NULL when r->ok is false). Statements run in order on that connection with

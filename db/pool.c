@@ -1072,8 +1072,7 @@ void db_query(const char *sql, int nparams, const char *const *values, db_cb cb,
     query_push(sql, nparams, values, cb, data, false);
 }
 
-void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb,
-                    void *data)
+void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb, void *data)
 {
     query_push(sql, nparams, values, cb, data, true);
 }

@@ -38,5 +38,7 @@ void files_ref_set(http_req_t *req, int kind, const char *target_id, const char 
 
 /* Renders storage references in a JSON response body (http_set_body_filter). */
 const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len);
+/* Whether a JSON body holds a storage reference that files_render_refs would render. */
+bool files_has_refs(const char *body, size_t len);
 
 void files_upload_register(void);

@@ -449,9 +449,15 @@ void files_ref_set(http_req_t *req, int kind, const char *target_id, const char 
 
 /* ---- rendering references ---- */
 
+static const char mark[] = "\"storage:";
+
+bool files_has_refs(const char *body, size_t len)
+{
+    return memmem(body, len, mark, sizeof(mark) - 1) != NULL;
+}
+
 const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len)
 {
-    static const char mark[] = "\"storage:";
     *out_len = len;
     const char *hit = memmem(body, len, mark, sizeof(mark) - 1);
     if (!hit) return body;

@@ -6,6 +6,7 @@
 
 #include "core/buf.h"
 #include "core/mem.h"
+#include "routes/files.h"
 
 const char *page_cache_key(http_req_t *req, int n, const char *const *fields)
 {
@@ -55,6 +56,9 @@ bool page_cache_reply(page_cache_t *c, const char *key, long long version, http_
 {
     page_entry_t *e = page_get(c, key);
     if (!e || e->version != version) return false;
+    /* A page without references is sent as stored: the reply's filter would scan it all (a
+     * page is tens of KB) to find none. */
+    req->body_plain = !e->refs;
     http_reply_jsonn(req, 200, e->body, e->len);
     return true;
 }
@@ -75,4 +79,5 @@ void page_cache_put(page_cache_t *c, const char *key, long long version, const c
     e->body = xmalloc(len);
     memcpy(e->body, body, len);
     e->len = len;
+    e->refs = files_has_refs(body, len);
 }

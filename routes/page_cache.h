@@ -27,6 +27,7 @@ typedef struct page_entry {
     long long version;
     char *body;
     size_t len;
+    bool refs; /* holds storage references (rendered as URLs when sent) */
 } page_entry_t;
 
 struct page_cache {

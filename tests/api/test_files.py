@@ -460,6 +460,23 @@ def test_avatar_upload_and_rendering(org):
     wait_until(lambda: not os.path.exists(stored_path(d["storageKey"])), what="old avatar deleted")
 
 
+def test_avatar_in_cached_list_pages_is_a_fresh_url(org, ment):
+    """List pages are cached as stored, with references; a page holding one is rendered when
+    sent, also when it comes from the cache (a page without any skips that scan)."""
+    m = ment
+    png = b"\x89PNG\r\n\x1a\n" + os.urandom(300)
+    upload(org.client("Teacher"), [("target", None, None, b"avatar"), ("file", "t.png", "image/png", png)])
+    mgr = org.client("Manager")
+    for _ in range(3):  # the first read fills the cache, the others are served from it
+        page = mgr.get_json("/api/mentorships?limit=50")["data"]
+        url = next(x for x in page if x["id"] == m["id"])["teacher"]["avatarUrl"]
+        assert url.startswith("http"), url
+        assert download(url).content == png
+        members = mgr.get_json("/api/organizations/%s/users?limit=100" % org.id)["data"]
+        url = next(x for x in members if x["id"] == org.uid("Teacher"))["avatarUrl"]
+        assert url.startswith("http") and download(url).content == png
+
+
 def test_patch_user_avatar(org):
     c = org.client("Coach2")
     fid, key, _ = upload_presigned(c, b"\x89PNGavatar", filename="a.png", mime="image/png")
