@@ -959,6 +959,9 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
     http_stream_open(req, 200, "text/event-stream");
     if (http_req_gone(req)) return;
     http_stream_sndbuf(req, STREAM_SNDBUF);
+    /* Everything the stream needs is copied below: the request's head and arena go once this
+     * callback returns (they were half of a stream's memory). */
+    http_stream_release_head(req);
     stream_t *s = xcalloc(1, sizeof(*s));
     s->req = req;
     s->kind = kind;
