@@ -107,6 +107,8 @@ static unsigned tick;
 static stream_t *wheel[WHEEL_SLOTS];
 static size_t nstreams;
 
+static streams_fanout_stats_t fanout;
+
 static stream_t **heap; /* min-heap on expires_ms */
 static size_t heap_len, heap_cap;
 
@@ -818,6 +820,7 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     /* An id that is no history id comes from a coachd without history (a rolling upgrade):
      * passed live as it is, outside the position and the replay. */
     bool in_history = event_id_parse(idstr, idlen, &id);
+    uint64_t t0 = uv_hrtime(), sent = 0;
     /* Encoded once, shared by every stream of the channel on this worker. */
     sbuf_t *sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
     sub_t *sub = c->head;
@@ -828,17 +831,28 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         stream_t *st = sub->stream;
         bool pass = stream_passes(st, &m);
         if (!in_history) {
-            if (pass) stream_send(st, sb);
+            if (pass) {
+                stream_send(st, sb);
+                sent++;
+            }
         } else if (st->sync)
             hold(st, pass ? sb : NULL, id);
         else if (stream_is_new(st, id)) {
             stream_advance(st, id);
-            if (pass) stream_send(st, sb);
+            if (pass) {
+                stream_send(st, sb);
+                sent++;
+            }
         }
         if (last) break;
         sub = next;
     }
     sbuf_unref(sb);
+    double secs = (double)(uv_hrtime() - t0) / 1e9;
+    fanout.events++;
+    fanout.deliveries += sent;
+    fanout.seconds_sum += secs;
+    if (secs > fanout.seconds_max) fanout.seconds_max = secs;
 }
 
 /* ---- lifecycle ---- */
@@ -943,6 +957,11 @@ void streams_shutdown(void)
 size_t streams_count(void)
 {
     return nstreams;
+}
+
+streams_fanout_stats_t streams_fanout_stats(void)
+{
+    return fanout;
 }
 
 static void copy_id(char *dst, size_t n, const char *src)

@@ -81,3 +81,12 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
 
 /* Number of open streams on this worker. */
 size_t streams_count(void);
+
+/* Live events fanned out on this worker since it started: how many, how many stream writes they
+ * made, and the time from an event's arrival from Redis to its last stream's write (sum and
+ * max, seconds): the worker's share of an event's delivery latency. */
+typedef struct streams_fanout_stats {
+    uint64_t events, deliveries;
+    double seconds_sum, seconds_max;
+} streams_fanout_stats_t;
+streams_fanout_stats_t streams_fanout_stats(void);
