@@ -1202,12 +1202,15 @@ static void conn_process(http_conn_t *c)
     } while (c->again && !conn_finished(c));
     c->in_process = false;
     if (c->state == CONN_CLOSING) return;
-    /* Compact, and give the memory back when idle so idle and streaming connections stay small. */
+    /* Compact, and give the memory back whenever nothing is left in it: idle and streaming
+     * connections stay small, and so do requests waiting for their handler (a burst of stream
+     * opens queued on the database held 16 KiB each, and the heap kept the high-water mark). */
     if (c->in_off > 0) {
         buf_consume(&c->in, c->in_off);
         c->in_off = 0;
     }
-    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) ||
+    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING ||
+                            c->state == CONN_HANDLING || c->state == CONN_WRITING)) ||
         c->state == CONN_LINGER)
         buf_free(&c->in);
     bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD || c->state == CONN_LINGER ||
