@@ -8,7 +8,7 @@
  *
  * Session end: control messages close the streams of an ended session on every worker; session
  * expiry needs no message, so registered streams also sit in a min-heap on their session's
- * expiry, which the 1-second tick pops. The per-user cap lives in Redis (STREAMS_KEY): each
+ * expiry, which the 100 ms tick pops. The per-user cap lives in Redis (STREAMS_KEY): each
  * stream adds itself with its opening time; the script that adds the 21st removes the oldest and
  * publishes stream-evicted for it on the user's control channel, so whichever worker holds it
  * closes it.
@@ -30,7 +30,13 @@
 #include "rt/presence.h"
 #include "rt/redis.h"
 
-#define WHEEL_SLOTS STREAM_PING_SECONDS
+/* Pings: a 100 ms tick walks a wheel of 250 slots (25 s). A new stream takes the emptiest slot
+ * whose first visit is 23.4 to 25 s away, so streams opened together (a reconnect storm: 19,900
+ * in 4 s) are spread over many ticks instead of being pinged in one go. With 1-second slots a
+ * tick pinged 5,000 streams at once here, holding every event behind it for up to 100 ms. */
+#define WHEEL_TICK_MS 100
+#define WHEEL_SLOTS (STREAM_PING_SECONDS * 1000 / WHEEL_TICK_MS)
+#define WHEEL_SPREAD 15 /* candidate slots: the first ping 1.5 s early at most */
 #define SUBS_PER_STREAM 2
 /* Redis sorted set of a user's open streams (member: stream id, score: opening time in ms). */
 #define STREAMS_KEY "streams:%s"
@@ -105,6 +111,7 @@ static uv_timer_t tick_timer;
 static bool timer_running;
 static unsigned tick;
 static stream_t *wheel[WHEEL_SLOTS];
+static size_t wheel_count[WHEEL_SLOTS];
 static size_t nstreams;
 
 static streams_fanout_stats_t fanout;
@@ -216,8 +223,15 @@ static void sub_detach(sub_t *sub)
 
 static void wheel_add(stream_t *s)
 {
-    /* The slot just behind the current tick: the first ping comes ~25 s from now. */
-    s->slot = (int)((tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS);
+    /* The slot visited WHEEL_SLOTS - 1 ticks from now comes ~25 s from now; of it and the
+     * WHEEL_SPREAD slots before it, the emptiest (the latest on a tie). */
+    unsigned best = (tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS;
+    for (unsigned d = 1; d <= WHEEL_SPREAD; d++) {
+        unsigned k = (tick + WHEEL_SLOTS - 1 - d) % WHEEL_SLOTS;
+        if (wheel_count[k] < wheel_count[best]) best = k;
+    }
+    s->slot = (int)best;
+    wheel_count[best]++;
     s->wprev = NULL;
     s->wnext = wheel[s->slot];
     if (s->wnext) s->wnext->wprev = s;
@@ -231,6 +245,7 @@ static void wheel_remove(stream_t *s)
     else
         wheel[s->slot] = s->wnext;
     if (s->wnext) s->wnext->wprev = s->wprev;
+    wheel_count[s->slot]--;
     s->wprev = s->wnext = NULL;
 }
 
@@ -931,7 +946,7 @@ void streams_init(uv_loop_t *loop)
     redis_set_message_handler(on_message, NULL);
     redis_set_subscribed_handler(on_subscribed, NULL);
     uv_timer_init(loop, &tick_timer);
-    uv_timer_start(&tick_timer, on_tick, 1000, 1000);
+    uv_timer_start(&tick_timer, on_tick, WHEEL_TICK_MS, WHEEL_TICK_MS);
     uv_unref((uv_handle_t *)&tick_timer);
     timer_running = true;
 }

@@ -4,12 +4,18 @@
  *
  *   sse-load --port 58180 --users FILE --streams N [--sources 127.0.0.1,127.0.0.2]
  *            [--redis 127.0.0.1:6379] [--events K] [--rate R] [--hold S] [--server-pid PID]
+ *            [--parallel P] [--mentorship ID]
  *
  * FILE has one "userId token" per line; stream i belongs to line i % lines. Each event is
- * published to user:<userId> of a random line with data {"t":<publish time in µs>}; every stream
- * of that user should receive it. Source addresses rotate so more than one port range of
- * connections can be opened (127.0.0.0/8 is all loopback). The tool runs on one libuv loop and
- * stops by itself after --hold seconds.
+ * published to user:<userId> of a random line with data {"n":<event number>,"t":<publish time
+ * in µs>}; every stream of that user should receive it. With --mentorship every stream opens
+ * that mentorship's stream (its users must be allowed: PlatformAdmins) and every event goes to
+ * mentorship:<ID>, so each one reaches all streams; the per-event spread is printed too. At most
+ * P (128) streams are being opened at once (connect sent, status line not read): all at once,
+ * their requests overflow the server's database queue. Why streams failed is counted by reason.
+ * Source addresses rotate so more than one port range of connections can be opened
+ * (127.0.0.0/8 is all loopback). The tool runs on one libuv loop and stops by itself after
+ * --hold seconds.
  */
 #include <arpa/inet.h>
 #include <errno.h>
