@@ -535,7 +535,7 @@ static void log_request(http_req_t *req)
         if (log_level_current >= LOG_INFO)
             log_access(req->id, req->method_name, req->route ? req->route->pattern : NULL,
                        req->status, ms,
-                       req->kept  ? req->log_user
+                       req->kept  ? req->kept_user
                        : log_user ? log_user(req)
                                   : NULL);
         return;
@@ -726,7 +726,7 @@ static void req_release_head(http_req_t *req)
     arena_init(&req->arena);
     req->kept = kept;
     req->path = kept;
-    req->log_user = user ? kept + pl + 1 : NULL;
+    req->kept_user = user ? kept + pl + 1 : NULL;
     req->query = NULL;
     req->headers = NULL;
     req->nheaders = 0;

@@ -114,9 +114,9 @@ struct http_req {
     size_t cur_header_name_len;
     buf_t hbuf; /* header name/value/url accumulation */
     char *url_raw;
-    bool release_head;    /* http_stream_release_head asked; done on the next loop iteration */
-    char *kept;           /* after the release: path, then the log user, in one allocation */
-    const char *log_user; /* after the release: the user the access log names, or NULL */
+    bool release_head;     /* http_stream_release_head asked; done on the next loop iteration */
+    char *kept;            /* after the release: path, then the log user, in one allocation */
+    const char *kept_user; /* after the release: the user the access log names, or NULL */
     struct http_req *next_free;
 };
 

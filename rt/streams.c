@@ -109,7 +109,7 @@ struct stream {
 static uv_loop_t *loop_ref;
 static uv_timer_t tick_timer;
 static bool timer_running;
-static unsigned tick;
+static uint64_t tick; /* 100 ms ticks since start */
 static stream_t *wheel[WHEEL_SLOTS];
 static size_t wheel_count[WHEEL_SLOTS];
 static size_t nstreams;
@@ -225,9 +225,9 @@ static void wheel_add(stream_t *s)
 {
     /* The slot visited WHEEL_SLOTS - 1 ticks from now comes ~25 s from now; of it and the
      * WHEEL_SPREAD slots before it, the emptiest (the latest on a tie). */
-    unsigned best = (tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS;
+    size_t best = (size_t)((tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS);
     for (unsigned d = 1; d <= WHEEL_SPREAD; d++) {
-        unsigned k = (tick + WHEEL_SLOTS - 1 - d) % WHEEL_SLOTS;
+        size_t k = (size_t)((tick + WHEEL_SLOTS - 1 - d) % WHEEL_SLOTS);
         if (wheel_count[k] < wheel_count[best]) best = k;
     }
     s->slot = (int)best;
