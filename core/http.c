@@ -192,6 +192,7 @@ static void req_free(http_req_t *req)
     }
     buf_free(&req->hbuf);
     arena_free(&req->arena);
+    free(req->kept);
     free(req);
 }
 
@@ -533,7 +534,10 @@ static void log_request(http_req_t *req)
         /* Route pattern, not path: paths may carry tokens; no query, no headers, no emails. */
         if (log_level_current >= LOG_INFO)
             log_access(req->id, req->method_name, req->route ? req->route->pattern : NULL,
-                       req->status, ms, log_user ? log_user(req) : NULL);
+                       req->status, ms,
+                       req->kept  ? req->kept_user
+                       : log_user ? log_user(req)
+                                  : NULL);
         return;
     }
     log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-", log_path(req),
@@ -695,6 +699,47 @@ void http_stream_sndbuf(http_req_t *req, int bytes)
     if (!c || c->state != CONN_STREAMING || bytes <= 0) return;
     /* Best effort: a socket that refuses keeps the kernel's default. */
     (void)uv_send_buffer_size((uv_handle_t *)&c->tcp, &bytes);
+}
+
+void http_stream_release_head(http_req_t *req)
+{
+    http_conn_t *c = req->conn;
+    if (!c || c->state != CONN_STREAMING || req->kept) return;
+    req->release_head = true;
+    /* A stream has no timeout, so its timer is free: a 0 ms timer runs on_timer on the next
+     * iteration, when no callback of the stream's owner is on the stack. */
+    uv_timer_start(&c->timer, on_timer, 0, 0);
+}
+
+/* Frees the arena of a streaming request, keeping the path and the log user (see
+ * http_stream_release_head). */
+static void req_release_head(http_req_t *req)
+{
+    req->release_head = false;
+    const char *path = req->path ? req->path : "-";
+    const char *user = log_user ? log_user(req) : NULL;
+    size_t pl = strlen(path), ul = user ? strlen(user) : 0, bytes;
+    if (!size_add3(pl, ul, 2, &bytes)) xoverflow("req_release_head");
+    char *kept = xmalloc(bytes);
+    memcpy(kept, path, pl + 1);
+    if (user) memcpy(kept + pl + 1, user, ul + 1);
+    arena_free(&req->arena);
+    arena_init(&req->arena);
+    req->kept = kept;
+    req->path = kept;
+    req->kept_user = user ? kept + pl + 1 : NULL;
+    req->query = NULL;
+    req->headers = NULL;
+    req->nheaders = 0;
+    req->body = NULL;
+    req->body_len = 0;
+    memset(req->params, 0, sizeof(req->params));
+    req->nparams = 0;
+    req->caller = NULL;
+    req->res_headers = NULL;
+    req->n_res_headers = req->cap_res_headers = 0;
+    req->cur_header_name = NULL;
+    req->url_raw = NULL;
 }
 
 size_t http_stream_pending(const http_req_t *req)
@@ -1158,12 +1203,15 @@ static void conn_process(http_conn_t *c)
     } while (c->again && !conn_finished(c));
     c->in_process = false;
     if (c->state == CONN_CLOSING) return;
-    /* Compact, and give the memory back when idle so idle and streaming connections stay small. */
+    /* Compact, and give the memory back whenever nothing is left in it: idle and streaming
+     * connections stay small, and so do requests waiting for their handler (a burst of stream
+     * opens queued on the database held 16 KiB each, and the heap kept the high-water mark). */
     if (c->in_off > 0) {
         buf_consume(&c->in, c->in_off);
         c->in_off = 0;
     }
-    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING)) ||
+    if ((c->in.len == 0 && (c->state == CONN_IDLE || c->state == CONN_STREAMING ||
+                            c->state == CONN_HANDLING || c->state == CONN_WRITING)) ||
         c->state == CONN_LINGER)
         buf_free(&c->in);
     bool want_read = c->state == CONN_IDLE || c->state == CONN_HEAD || c->state == CONN_LINGER ||
@@ -1284,6 +1332,9 @@ static void on_timer(uv_timer_t *t)
     case CONN_WRITING:
     case CONN_LINGER:
         conn_close(c);
+        return;
+    case CONN_STREAMING:
+        if (c->req && c->req->release_head) req_release_head(c->req);
         return;
     default:
         return;

@@ -117,6 +117,9 @@ struct http_req {
     size_t cur_header_name_len;
     buf_t hbuf; /* header name/value/url accumulation */
     char *url_raw;
+    bool release_head;     /* http_stream_release_head asked; done on the next loop iteration */
+    char *kept;            /* after the release: path, then the log user, in one allocation */
+    const char *kept_user; /* after the release: the user the access log names, or NULL */
     struct http_req *next_free;
 };
 
@@ -201,6 +204,13 @@ int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending);
 /* Fixes the socket's kernel send buffer of an open stream at `bytes` (Linux doubles it) and so
  * turns off its autotuning: what a client that does not read can make the kernel hold. */
 void http_stream_sndbuf(http_req_t *req, int bytes);
+/* The stream's owner is done with the request's head: once the callbacks running now have
+ * returned (next loop iteration), the request's arena is freed, with the headers, query, route
+ * params, caller and everything else allocated on it, and what reads them finds nothing. The
+ * path and the user the access log names are kept. A long-lived stream otherwise holds its
+ * arena (2 KiB at least) for hours. Nothing on the arena may be used after this call returns to
+ * the loop. */
+void http_stream_release_head(http_req_t *req);
 /* Bytes written to the stream but not yet flushed to the socket. */
 size_t http_stream_pending(const http_req_t *req);
 /* Ends the stream and closes the connection. on_gone is not called. */

@@ -90,6 +90,17 @@ static void on_outbox(http_req_t *req, db_result_t *r)
     }
     gauge(&b, "coachd_streams_open", "Open event streams (SSE) on this worker.", "gauge",
           (double)streams_count());
+    streams_fanout_stats_t fo = streams_fanout_stats();
+    buf_printf(&b,
+               "# HELP coachd_stream_fanout_seconds Time from a live event's arrival from Redis "
+               "to its write on the last stream of this worker.\n"
+               "# TYPE coachd_stream_fanout_seconds summary\n"
+               "coachd_stream_fanout_seconds_sum %.9f\ncoachd_stream_fanout_seconds_count %llu\n",
+               fo.seconds_sum, (unsigned long long)fo.events);
+    gauge(&b, "coachd_stream_fanout_max_seconds", "Longest fan-out of one live event.", "gauge",
+          fo.seconds_max);
+    gauge(&b, "coachd_stream_deliveries_total", "Live events written to streams.", "counter",
+          (double)fo.deliveries);
     gauge(&b, "coachd_http_connections", "Open HTTP connections on this worker.", "gauge",
           (double)http_server_conn_count());
     int running, queued;

@@ -8,7 +8,7 @@
  *
  * Session end: control messages close the streams of an ended session on every worker; session
  * expiry needs no message, so registered streams also sit in a min-heap on their session's
- * expiry, which the 1-second tick pops. The per-user cap lives in Redis (STREAMS_KEY): each
+ * expiry, which the 100 ms tick pops. The per-user cap lives in Redis (STREAMS_KEY): each
  * stream adds itself with its opening time; the script that adds the 21st removes the oldest and
  * publishes stream-evicted for it on the user's control channel, so whichever worker holds it
  * closes it.
@@ -30,7 +30,13 @@
 #include "rt/presence.h"
 #include "rt/redis.h"
 
-#define WHEEL_SLOTS STREAM_PING_SECONDS
+/* Pings: a 100 ms tick walks a wheel of 250 slots (25 s). A new stream takes the emptiest slot
+ * whose first visit is 23.4 to 25 s away, so streams opened together (a reconnect storm: 19,900
+ * in 4 s) are spread over many ticks instead of being pinged in one go. With 1-second slots a
+ * tick pinged 5,000 streams at once here, holding every event behind it for up to 100 ms. */
+#define WHEEL_TICK_MS 100
+#define WHEEL_SLOTS (STREAM_PING_SECONDS * 1000 / WHEEL_TICK_MS)
+#define WHEEL_SPREAD 15 /* candidate slots: the first ping 1.5 s early at most */
 #define SUBS_PER_STREAM 2
 /* Redis sorted set of a user's open streams (member: stream id, score: opening time in ms). */
 #define STREAMS_KEY "streams:%s"
@@ -103,9 +109,12 @@ struct stream {
 static uv_loop_t *loop_ref;
 static uv_timer_t tick_timer;
 static bool timer_running;
-static unsigned tick;
+static uint64_t tick; /* 100 ms ticks since start */
 static stream_t *wheel[WHEEL_SLOTS];
+static size_t wheel_count[WHEEL_SLOTS];
 static size_t nstreams;
+
+static streams_fanout_stats_t fanout;
 
 static stream_t **heap; /* min-heap on expires_ms */
 static size_t heap_len, heap_cap;
@@ -214,8 +223,15 @@ static void sub_detach(sub_t *sub)
 
 static void wheel_add(stream_t *s)
 {
-    /* The slot just behind the current tick: the first ping comes ~25 s from now. */
-    s->slot = (int)((tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS);
+    /* The slot visited WHEEL_SLOTS - 1 ticks from now comes ~25 s from now; of it and the
+     * WHEEL_SPREAD slots before it, the emptiest (the latest on a tie). */
+    size_t best = (size_t)((tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS);
+    for (unsigned d = 1; d <= WHEEL_SPREAD; d++) {
+        size_t k = (size_t)((tick + WHEEL_SLOTS - 1 - d) % WHEEL_SLOTS);
+        if (wheel_count[k] < wheel_count[best]) best = k;
+    }
+    s->slot = (int)best;
+    wheel_count[best]++;
     s->wprev = NULL;
     s->wnext = wheel[s->slot];
     if (s->wnext) s->wnext->wprev = s;
@@ -229,6 +245,7 @@ static void wheel_remove(stream_t *s)
     else
         wheel[s->slot] = s->wnext;
     if (s->wnext) s->wnext->wprev = s->wprev;
+    wheel_count[s->slot]--;
     s->wprev = s->wnext = NULL;
 }
 
@@ -818,6 +835,7 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     /* An id that is no history id comes from a coachd without history (a rolling upgrade):
      * passed live as it is, outside the position and the replay. */
     bool in_history = event_id_parse(idstr, idlen, &id);
+    uint64_t t0 = uv_hrtime(), sent = 0;
     /* Encoded once, shared by every stream of the channel on this worker. */
     sbuf_t *sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
     sub_t *sub = c->head;
@@ -828,17 +846,28 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
         stream_t *st = sub->stream;
         bool pass = stream_passes(st, &m);
         if (!in_history) {
-            if (pass) stream_send(st, sb);
+            if (pass) {
+                stream_send(st, sb);
+                sent++;
+            }
         } else if (st->sync)
             hold(st, pass ? sb : NULL, id);
         else if (stream_is_new(st, id)) {
             stream_advance(st, id);
-            if (pass) stream_send(st, sb);
+            if (pass) {
+                stream_send(st, sb);
+                sent++;
+            }
         }
         if (last) break;
         sub = next;
     }
     sbuf_unref(sb);
+    double secs = (double)(uv_hrtime() - t0) / 1e9;
+    fanout.events++;
+    fanout.deliveries += sent;
+    fanout.seconds_sum += secs;
+    if (secs > fanout.seconds_max) fanout.seconds_max = secs;
 }
 
 /* ---- lifecycle ---- */
@@ -917,7 +946,7 @@ void streams_init(uv_loop_t *loop)
     redis_set_message_handler(on_message, NULL);
     redis_set_subscribed_handler(on_subscribed, NULL);
     uv_timer_init(loop, &tick_timer);
-    uv_timer_start(&tick_timer, on_tick, 1000, 1000);
+    uv_timer_start(&tick_timer, on_tick, WHEEL_TICK_MS, WHEEL_TICK_MS);
     uv_unref((uv_handle_t *)&tick_timer);
     timer_running = true;
 }
@@ -945,6 +974,11 @@ size_t streams_count(void)
     return nstreams;
 }
 
+streams_fanout_stats_t streams_fanout_stats(void)
+{
+    return fanout;
+}
+
 static void copy_id(char *dst, size_t n, const char *src)
 {
     snprintf(dst, n, "%s", src ? src : "");
@@ -959,6 +993,9 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
     http_stream_open(req, 200, "text/event-stream");
     if (http_req_gone(req)) return;
     http_stream_sndbuf(req, STREAM_SNDBUF);
+    /* Everything the stream needs is copied below: the request's head and arena go once this
+     * callback returns (they were half of a stream's memory). */
+    http_stream_release_head(req);
     stream_t *s = xcalloc(1, sizeof(*s));
     s->req = req;
     s->kind = kind;

@@ -12,9 +12,10 @@
  * client that falls further behind is disconnected (it refetches on reconnect, as the interface
  * says).
  *
- * Pings: one 1-second timer per worker walks a 25-slot wheel; each stream sits in one slot, so it
- * gets a ping every 25 s, and a tick touches only 1/25 of the streams. The same tick refreshes the
- * stream owner's presence.
+ * Pings: one 100 ms timer per worker walks a 250-slot wheel; each stream sits in one slot, so it
+ * gets a ping every 25 s (the first 23.4 to 25 s after opening: a new stream takes the emptiest
+ * of the nearby slots, so streams opened together are not all pinged in the same tick), and a
+ * tick touches about 1/250 of the streams. The same tick refreshes the stream owner's presence.
  *
  * Ownership: a stream_t is freed by exactly one of stream_close (the hub decides: slow client,
  * failed write, session ended, shutdown) or on_gone (the connection went away, reported from the
@@ -67,7 +68,7 @@ typedef struct stream_auth {
  * control channel, which ends the stream when its session ends (signed out, every other session
  * ended by a password change or reset), when organization_id's membership is disabled (NULL:
  * any), when the user stops being active, or when the user opened too many streams. The session's
- * expiry is checked every second.
+ * expiry is checked every tick (100 ms).
  *
  * Resuming: last_event_id (NULL: none) is the id of the last event the client received on this
  * channel. Once the channel is subscribed, the stream reads the channel's history (rt/events.h)
@@ -81,3 +82,12 @@ void streams_open(http_req_t *req, stream_kind_t kind, const char *user_id,
 
 /* Number of open streams on this worker. */
 size_t streams_count(void);
+
+/* Live events fanned out on this worker since it started: how many, how many stream writes they
+ * made, and the time from an event's arrival from Redis to its last stream's write (sum and
+ * max, seconds): the worker's share of an event's delivery latency. */
+typedef struct streams_fanout_stats {
+    uint64_t events, deliveries;
+    double seconds_sum, seconds_max;
+} streams_fanout_stats_t;
+streams_fanout_stats_t streams_fanout_stats(void);

@@ -121,6 +121,42 @@ static void h_sse(http_req_t *req)
     http_stream_close(req);
 }
 
+/* A stream that released its head: a moment later, what was on the arena is gone and the path
+ * is kept (the access log names it). */
+static void on_held(uv_timer_t *t)
+{
+    slow_t *s = t->data;
+    http_req_t *req = s->req;
+    char ev[256];
+    int n = snprintf(ev, sizeof(ev),
+                     "data: {\"headers\":%d,\"probe\":%s,\"path\":\"%s\",\"param\":%s,"
+                     "\"arena\":\"%s\"}\n\n",
+                     req->nheaders, http_req_header(req, "X-Probe") ? "true" : "null", req->path,
+                     req->params[0] ? "true" : "null", req->arena.head ? "held" : "free");
+    sbuf_t *b = sbuf_new(ev, (size_t)n);
+    (void)http_stream_write(req, b, 1 << 20);
+    sbuf_unref(b);
+    http_stream_close(req);
+    http_req_unref(req);
+    uv_close((uv_handle_t *)&s->t, on_slow_closed);
+}
+
+static void h_sse_held(http_req_t *req)
+{
+    assert_non_null(http_req_header(req, "X-Probe"));
+    http_stream_open(req, 200, "text/event-stream");
+    http_stream_release_head(req);
+    /* Released only once this handler has returned. */
+    assert_non_null(http_req_header(req, "X-Probe"));
+    assert_non_null(req->params[0]);
+    slow_t *s = calloc(1, sizeof(*s));
+    s->req = req;
+    http_req_ref(req);
+    uv_timer_init(http_loop(), &s->t);
+    s->t.data = s;
+    uv_timer_start(&s->t, on_held, 50, 0);
+}
+
 /* Echoes the request headers it was given, one "name=value;" each. */
 static void h_headers(http_req_t *req)
 {
@@ -139,6 +175,7 @@ static const route_t routes[] = {
     {HTTP_M_GET, "/stats", h_stats, 0, 0, 0, 0},
     {HTTP_M_POST, "/upload", h_upload, 0, 0, ROUTE_STREAM_BODY, 10 * 1024 * 1024},
     {HTTP_M_GET, "/sse", h_sse, 0, 0, 0, 0},
+    {HTTP_M_GET, "/sse-held/:x", h_sse_held, 0, 0, 0, 0},
 };
 
 static void on_drained(void)
@@ -432,6 +469,19 @@ static void sse_stream(void **s)
     assert_null(strstr(r.head, "Content-Length"));
     assert_string_equal(r.body, "id: 0\nevent: tick\ndata: {}\n\nid: 1\nevent: tick\ndata: {}\n\n"
                                 "id: 2\nevent: tick\ndata: {}\n\n");
+    free(r.body);
+    close_conn(c);
+}
+
+/* http_stream_release_head: a long-lived stream gives its request's arena back. */
+static void sse_stream_releases_head(void **s)
+{
+    (void)s;
+    conn_t *c = open_conn();
+    resp_t r = roundtrip(c, "GET /sse-held/abc HTTP/1.1\r\nHost: t\r\nX-Probe: 1\r\n\r\n");
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "data: {\"headers\":0,\"probe\":null,\"path\":\"/sse-held/abc\","
+                                "\"param\":null,\"arena\":\"free\"}\n\n");
     free(r.body);
     close_conn(c);
 }
@@ -736,6 +786,7 @@ int main(void)
         cmocka_unit_test(chunked_head_continue),
         cmocka_unit_test(streamed_upload),
         cmocka_unit_test(sse_stream),
+        cmocka_unit_test(sse_stream_releases_head),
         cmocka_unit_test(client_gone_midway),
         cmocka_unit_test(huge_content_length_everywhere),
         cmocka_unit_test(trailers_are_dropped),
