@@ -127,23 +127,30 @@ typedef struct chat_ctx {
 
 /* Replies 404 / 403 and returns false when the caller may not do what `need` says
  * (perm_chat_access()); fills x from the access read otherwise. */
+/* access_or_replied on row `row` of a result with one row per request (none: not found). */
+static bool access_row_or_replied(http_req_t *req, const db_result_t *r, int row,
+                                  perm_chat_need_t need, chat_ctx_t *x)
+{
+    perm_actor_t a = perm_actor(context_caller(req));
+    bool found = db_nrows(r) > row;
+    if (!perm_allowed_or_replied(
+            req, perm_chat_access(
+                     &a, need, found ? db_get(r, row, CHAT_ACCESS_ORGANIZATION_ID) : NULL,
+                     found ? db_get(r, row, CHAT_ACCESS_COACH_ID) : NULL,
+                     found ? db_get(r, row, CHAT_ACCESS_TEACHER_ID) : NULL, &x->participant)))
+        return false;
+    x->coach_id = arena_strdup(&req->arena, db_get(r, row, CHAT_ACCESS_COACH_ID));
+    x->teacher_id = arena_strdup(&req->arena, db_get(r, row, CHAT_ACCESS_TEACHER_ID));
+    x->admins = db_isnull(r, row, CHAT_ACCESS_ADMINS)
+                    ? ""
+                    : arena_strdup(&req->arena, db_get(r, row, CHAT_ACCESS_ADMINS));
+    return true;
+}
+
 static bool access_or_replied(http_req_t *req, const db_result_t *r, perm_chat_need_t need,
                               chat_ctx_t *x)
 {
-    perm_actor_t a = perm_actor(context_caller(req));
-    bool found = db_nrows(r) > 0;
-    if (!perm_allowed_or_replied(
-            req,
-            perm_chat_access(&a, need, found ? db_get(r, 0, CHAT_ACCESS_ORGANIZATION_ID) : NULL,
-                             found ? db_get(r, 0, CHAT_ACCESS_COACH_ID) : NULL,
-                             found ? db_get(r, 0, CHAT_ACCESS_TEACHER_ID) : NULL, &x->participant)))
-        return false;
-    x->coach_id = arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_COACH_ID));
-    x->teacher_id = arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_TEACHER_ID));
-    x->admins = db_isnull(r, 0, CHAT_ACCESS_ADMINS)
-                    ? ""
-                    : arena_strdup(&req->arena, db_get(r, 0, CHAT_ACCESS_ADMINS));
-    return true;
+    return access_row_or_replied(req, r, 0, need, x);
 }
 
 /* Publishes after commit on the mentorship's channel and the user channels of the coach, the
@@ -729,32 +736,137 @@ static void post_enqueue(http_req_t *req)
     if (lane->inflight < POST_INFLIGHT_MAX) post_batch_send(lane);
 }
 
-static void post_on_loaded(http_req_t *req, db_result_t *r)
+/* The post's checks on row `row` of its access read (chat_post_load or one row per post of
+ * chat_post_load_many), then its lane. */
+static void post_loaded_row(http_req_t *req, db_result_t *r, int row)
 {
     post_state_t *st = req->data;
-    if (!db_ok_or_reply(req, r)) return;
-    if (!access_or_replied(req, r, PERM_CHAT_PARTICIPATE, &st->x)) return;
-    if (!db_isnull(r, 0, CHAT_POST_LOAD_EXISTING)) {
+    if (!access_row_or_replied(req, r, row, PERM_CHAT_PARTICIPATE, &st->x)) return;
+    if (!db_isnull(r, row, CHAT_POST_LOAD_EXISTING)) {
         reply_data(req, 200,
-                   with_urls(req, db_get(r, 0, CHAT_POST_LOAD_EXISTING),
-                             db_getlen(r, 0, CHAT_POST_LOAD_EXISTING)));
+                   with_urls(req, db_get(r, row, CHAT_POST_LOAD_EXISTING),
+                             db_getlen(r, row, CHAT_POST_LOAD_EXISTING)));
         return;
     }
-    if (st->reply_to && (db_isnull(r, 0, CHAT_POST_LOAD_REPLY_HERE) ||
-                         db_get(r, 0, CHAT_POST_LOAD_REPLY_HERE)[0] != 't')) {
+    if (st->reply_to && (db_isnull(r, row, CHAT_POST_LOAD_REPLY_HERE) ||
+                         db_get(r, row, CHAT_POST_LOAD_REPLY_HERE)[0] != 't')) {
         http_reply_error(req, 422, "UNPROCESSABLE",
                          "replyToMessageId is not a message of this mentorship");
         return;
     }
-    if (db_getll(r, 0, CHAT_POST_LOAD_FILES_FOUND, 0) < st->nattachments) {
+    if (db_getll(r, row, CHAT_POST_LOAD_FILES_FOUND, 0) < st->nattachments) {
         http_reply_error(req, 404, "NOT_FOUND", "An attached file does not exist");
         return;
     }
-    if (db_getll(r, 0, CHAT_POST_LOAD_FILES_OWN, 0) < st->nattachments) {
+    if (db_getll(r, row, CHAT_POST_LOAD_FILES_OWN, 0) < st->nattachments) {
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
         return;
     }
     post_enqueue(req);
+}
+
+static void post_on_loaded(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    post_loaded_row(req, r, 0);
+}
+
+/* ---- access reads of posts, grouped ----
+ *
+ * Before it joins its lane, a post reads the mentorship's access columns (and whether its
+ * clientMessageId was seen, whether its reply target is in the mentorship). Under a burst this
+ * one-row statement per post became most of PostgreSQL's CPU per post, competing with the batch
+ * that holds the mentorship's clock row. Posts without attachments that the loop reads in one
+ * turn are therefore grouped per mentorship and read with one statement (chat_post_load_many),
+ * sent from a uv_check handle, which runs after the turn's I/O: every post of a group arrived
+ * before its statement was sent, so each still sees everything committed before it arrived. */
+#define LOAD_GROUPS 64
+
+typedef struct load_group {
+    char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
+    int n;
+    post_state_t *items[POST_BATCH_MAX];
+} load_group_t;
+
+static load_group_t *load_groups[LOAD_GROUPS]; /* filled this turn, sent by on_load_check */
+static uv_check_t load_check;
+static bool load_check_ready;
+
+static void load_on_result(db_result_t *r, void *data)
+{
+    load_group_t *g = data;
+    /* One row per post, or none when the mentorship does not exist; anything else is not
+     * this statement's answer, and each post is read alone instead. */
+    bool shaped = r->ok && (db_nrows(r) == 0 || db_nrows(r) == g->n);
+    for (int i = 0; i < g->n; i++) {
+        post_state_t *st = g->items[i];
+        http_req_t *req = st->req;
+        st->req = NULL;
+        if (http_req_gone(req)) {
+            /* The client left: nothing to answer. */
+        } else if (!r->ok) {
+            db_ok_or_reply(req, r);
+        } else if (!shaped) {
+            log_error("req %s: grouped chat access read returned %d rows for %d posts", req->id,
+                      db_nrows(r), g->n);
+            http_reply_error(req, 503, "SERVICE_UNAVAILABLE", "Please retry");
+        } else {
+            post_loaded_row(req, r, db_nrows(r) == 0 ? 0 : i);
+        }
+        http_req_unref(req);
+    }
+    free(g);
+}
+
+static void load_group_send(load_group_t *g)
+{
+    buf_t senders = BUF_INIT, cids = BUF_INIT, replies = BUF_INIT;
+    buf_t *arrays[] = {&senders, &cids, &replies};
+    for (size_t i = 0; i < 3; i++)
+        buf_putc(arrays[i], '{');
+    for (int i = 0; i < g->n; i++) {
+        post_state_t *st = g->items[i];
+        array_elem(&senders, context_caller(st->req)->user_id);
+        array_elem(&cids, st->client_id);
+        array_elem(&replies, st->reply_to);
+    }
+    for (size_t i = 0; i < 3; i++)
+        buf_putc(arrays[i], '}');
+    const char *params[] = {g->mentorship, senders.data, cids.data, replies.data};
+    db_query(SQL_CHAT_POST_LOAD_MANY, 4, params, load_on_result, g);
+    for (size_t i = 0; i < 3; i++)
+        buf_free(arrays[i]);
+}
+
+static void on_load_check(uv_check_t *h)
+{
+    uv_check_stop(h);
+    for (int i = 0; i < LOAD_GROUPS; i++) {
+        load_group_t *g = load_groups[i];
+        load_groups[i] = NULL;
+        if (g) load_group_send(g);
+    }
+}
+
+/* Reads a post's access with the others of its mentorship this turn; false when it cannot
+ * join (its slot holds another mentorship's group, or a full one): the caller reads alone. */
+static bool load_join(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    if (!load_check_ready) return false;
+    load_group_t **slot = &load_groups[lane_of(st->x.mentorship_id) - lanes];
+    if (*slot &&
+        (strcmp((*slot)->mentorship, st->x.mentorship_id) != 0 || (*slot)->n == POST_BATCH_MAX))
+        return false;
+    if (!*slot) {
+        *slot = xcalloc(1, sizeof(**slot));
+        snprintf((*slot)->mentorship, sizeof((*slot)->mentorship), "%s", st->x.mentorship_id);
+        uv_check_start(&load_check, on_load_check);
+    }
+    http_req_ref(req);
+    st->req = req;
+    (*slot)->items[(*slot)->n++] = st;
+    return true;
 }
 
 static void post_message(http_req_t *req)
@@ -777,7 +889,7 @@ static void post_message(http_req_t *req)
                             st->attachments};
     if (st->nattachments > 0)
         db_req_query(req, SQL_CHAT_POST_LOAD, 5, params, post_on_loaded);
-    else
+    else if (!load_join(req))
         db_req_query(req, SQL_CHAT_POST_LOAD_PLAIN, 4, params, post_on_loaded);
 }
 
@@ -1172,7 +1284,10 @@ static const route_t chat_routes[] = {
     {HTTP_M_GET, "/api/mentorships/:id/chat/unread", unread, AUTH_ORG, ROLE_TEACHER, 0, 0},
 };
 
-void routes_chat_register(void)
+void routes_chat_register(uv_loop_t *loop)
 {
     router_add(chat_routes, sizeof(chat_routes) / sizeof(chat_routes[0]));
+    uv_check_init(loop, &load_check);
+    uv_unref((uv_handle_t *)&load_check); /* it never keeps the loop alive by itself */
+    load_check_ready = true;
 }

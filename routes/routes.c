@@ -32,7 +32,7 @@ void routes_init(uv_loop_t *loop)
     routes_mentorships_register();
     routes_sessions_register();
     routes_files_register();
-    routes_chat_register();
+    routes_chat_register(loop);
     routes_metrics_register();
     routes_openapi_register();
     sweeper_init(loop);

@@ -195,6 +195,35 @@ SELECT m.organization_id, m.coach_id, m.teacher_id,
 FROM mentorships m
 WHERE m.id = $1::uuid;
 
+-- name: chat_post_load_many
+-- columns: =chat_post_load
+-- chat_post_load_plain for several posts of the mentorship $1 at once (routes/chat.c "access
+-- reads of posts, grouped"): one element per post in $2 callers, $3 clientMessageIds, $4
+-- replyToMessageIds. One row per post, in their order; no row when the mentorship does not
+-- exist. Each post used to read the mentorship on its own, the largest part of PostgreSQL's
+-- CPU per post once posts were batched.
+WITH acc AS MATERIALIZED (
+         SELECT m.id, m.organization_id, m.coach_id, m.teacher_id,
+                (SELECT string_agg(om.user_id, ',') FROM organization_memberships om
+                 WHERE om.organization_id = m.organization_id
+                   AND om.membership_status = 'active'
+                   AND om.role_in_organization IN ('Manager', 'OrganizationAdmin')) AS admins
+         FROM mentorships m
+         WHERE m.id = $1::uuid)
+SELECT acc.organization_id, acc.coach_id, acc.teacher_id, acc.admins,
+       (SELECT c.mentorship_id = acc.id FROM chat_messages c
+        WHERE c.id = COALESCE(s.reply, '00000000-0000-0000-0000-000000000000'::uuid))
+           AS reply_here,
+       0 AS files_found, 0 AS files_own,
+       (SELECT chat_message_json(c) FROM chat_messages c
+        WHERE c.mentorship_id = acc.id AND c.sender_id = s.sender
+          AND c.client_message_id = COALESCE(s.cid,
+                                             '00000000-0000-0000-0000-000000000000'::uuid))
+           AS existing
+FROM acc,
+     unnest($2::text[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS s(sender, cid, reply, ord)
+ORDER BY s.ord;
+
 -- name: chat_post_insert
 -- columns: message, pushes
 -- One post: $1 id, $2 mentorship, $3 sender, $4 body, $5 clientMessageId, $6 replyTo,

@@ -76,3 +76,43 @@ def test_burst_keeps_every_post_apart(chat, push):
     assert len(seen) == len(set(seen)) == 49
     assert psql_value("SELECT count(DISTINCT created_at) FROM chat_messages"
                       " WHERE mentorship_id = :'m'", m=chat.id) == "49"
+
+
+def test_burst_of_access_reads_answers_each_post_on_its_own(chat):
+    """Posts that arrive together read their mentorship's access in one statement per
+    mentorship (routes/chat.c "access reads of posts, grouped"): in one burst, each post still
+    gets its own answer: 201, the stored message again for a repeated clientMessageId, 422 for a
+    reply target of another mentorship, 403 for a caller outside the mentorship, 404 for a
+    mentorship that does not exist."""
+    other = Chat()
+    foreign = other.post("Coach", "in another mentorship")
+    seen_id = str(uuid.uuid4())
+    seen = chat.post("Teacher", "posted before", clientMessageId=seen_id)
+    missing = str(uuid.uuid4())
+
+    def send(i):
+        kind = i % 5
+        key, path, fields = "Teacher", chat.msgs(), {"body": "burst %d" % i}
+        if kind == 1:
+            fields["clientMessageId"] = seen_id
+            fields["body"] = "posted before"
+        elif kind == 2:
+            fields["replyToMessageId"] = foreign["id"]
+        elif kind == 3:
+            key = "Coach2"
+        elif kind == 4:
+            path = chat.msgs(mid=missing)
+        r = chat.c(key).post(path, json=fields)
+        return kind, r.status_code, r.json()
+
+    with concurrent.futures.ThreadPoolExecutor(25) as ex:
+        got = list(ex.map(send, range(50)))
+    want = {0: 201, 1: 200, 2: 422, 3: 403, 4: 404}
+    for kind, status, body in got:
+        assert status == want[kind], (kind, status, body)
+        if kind == 0:
+            assert body["data"]["body"].startswith("burst ")
+        if kind == 1:
+            assert body["data"] == seen
+    assert psql_value("SELECT count(*) FROM chat_messages WHERE mentorship_id = :'m'"
+                      " AND body LIKE 'burst %%'", m=chat.id) == "10"
