@@ -610,12 +610,18 @@ static void array_elem(buf_t *b, const char *s)
     buf_putc(b, '"');
 }
 
-static post_lane_t *lane_of(const char *mentorship_id)
+/* The slot of a mentorship in the per-mentorship tables (lanes, access-read groups). */
+static size_t mentorship_slot(const char *mentorship_id)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
     for (const unsigned char *p = (const unsigned char *)mentorship_id; *p; p++)
         h = (h ^ *p) * 16777619u;
-    return &lanes[h % POST_LANES];
+    return h % POST_LANES;
+}
+
+static post_lane_t *lane_of(const char *mentorship_id)
+{
+    return &lanes[mentorship_slot(mentorship_id)];
 }
 
 static void post_batch_send(post_lane_t *lane);
@@ -774,13 +780,13 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
 /* ---- access reads of posts, grouped ----
  *
  * Before it joins its lane, a post reads the mentorship's access columns (and whether its
- * clientMessageId was seen, whether its reply target is in the mentorship). Under a burst this
+ * clientMessageId was seen, whether its reply target is in the mentorship). Under a burst a
  * one-row statement per post became most of PostgreSQL's CPU per post, competing with the batch
  * that holds the mentorship's clock row. Posts without attachments that the loop reads in one
  * turn are therefore grouped per mentorship and read with one statement (chat_post_load_many),
  * sent from a uv_check handle, which runs after the turn's I/O: every post of a group arrived
  * before its statement was sent, so each still sees everything committed before it arrived. */
-#define LOAD_GROUPS 64
+#define LOAD_GROUPS POST_LANES
 
 typedef struct load_group {
     char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
@@ -848,25 +854,40 @@ static void on_load_check(uv_check_t *h)
     }
 }
 
-/* Reads a post's access with the others of its mentorship this turn; false when it cannot
- * join (its slot holds another mentorship's group, or a full one): the caller reads alone. */
-static bool load_join(http_req_t *req)
+static load_group_t *load_group_new(const char *mentorship_id)
+{
+    load_group_t *g = xcalloc(1, sizeof(*g));
+    snprintf(g->mentorship, sizeof(g->mentorship), "%s", mentorship_id);
+    return g;
+}
+
+static void load_group_add(load_group_t *g, http_req_t *req)
 {
     post_state_t *st = req->data;
-    if (!load_check_ready) return false;
-    load_group_t **slot = &load_groups[lane_of(st->x.mentorship_id) - lanes];
-    if (*slot &&
-        (strcmp((*slot)->mentorship, st->x.mentorship_id) != 0 || (*slot)->n == POST_BATCH_MAX))
-        return false;
-    if (!*slot) {
-        *slot = xcalloc(1, sizeof(**slot));
-        snprintf((*slot)->mentorship, sizeof((*slot)->mentorship), "%s", st->x.mentorship_id);
-        uv_check_start(&load_check, on_load_check);
-    }
     http_req_ref(req);
     st->req = req;
-    (*slot)->items[(*slot)->n++] = st;
-    return true;
+    g->items[g->n++] = st;
+}
+
+/* Reads a post's access with the others of its mentorship this turn. When it cannot join (its
+ * slot holds another mentorship's group, or a full one, or there is no check handle) it is
+ * read at once, as a group of one. */
+static void load_join(http_req_t *req)
+{
+    post_state_t *st = req->data;
+    load_group_t **slot = &load_groups[mentorship_slot(st->x.mentorship_id)];
+    if (!load_check_ready || (*slot && (strcmp((*slot)->mentorship, st->x.mentorship_id) != 0 ||
+                                        (*slot)->n == POST_BATCH_MAX))) {
+        load_group_t *alone = load_group_new(st->x.mentorship_id);
+        load_group_add(alone, req);
+        load_group_send(alone);
+        return;
+    }
+    if (!*slot) {
+        *slot = load_group_new(st->x.mentorship_id);
+        uv_check_start(&load_check, on_load_check);
+    }
+    load_group_add(*slot, req);
 }
 
 static void post_message(http_req_t *req)
@@ -885,12 +906,13 @@ static void post_message(http_req_t *req)
     if (verr_reply(req, &v)) return;
     new_uuid(st->id);
     req->data = st;
-    const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
-                            st->attachments};
-    if (st->nattachments > 0)
+    if (st->nattachments > 0) {
+        const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
+                                st->attachments};
         db_req_query(req, SQL_CHAT_POST_LOAD, 5, params, post_on_loaded);
-    else if (!load_join(req))
-        db_req_query(req, SQL_CHAT_POST_LOAD_PLAIN, 4, params, post_on_loaded);
+    } else {
+        load_join(req);
+    }
 }
 
 /* ---- one message: edit, delete, reactions ---- */

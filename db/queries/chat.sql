@@ -151,8 +151,8 @@ WHERE m.id = $1::uuid;
 -- Before a post: $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId,
 -- $5 attachment ids. reply_here: the reply target is in this mentorship (NULL: no such
 -- message); files_found, files_own: attachment files found, of those uploaded by the caller;
--- existing: the message of this clientMessageId. A post without attachments uses
--- chat_post_load_plain (no $5): with the file counts in it, PostgreSQL's estimate for the
+-- existing: the message of this clientMessageId. Posts without attachments use
+-- chat_post_load_many (no file ids): with the file counts in it, PostgreSQL's estimate for the
 -- generic plan stayed above that of the custom plans, so it planned the statement (inlining
 -- chat_message_json) on every post, several times the cost of running it. For the same reason
 -- an absent reply target or clientMessageId is the nil UUID (no message has it: ids are v4)
@@ -176,32 +176,13 @@ SELECT m.organization_id, m.coach_id, m.teacher_id,
 FROM mentorships m
 WHERE m.id = $1::uuid;
 
--- name: chat_post_load_plain
--- columns: =chat_post_load
--- chat_post_load of a post without attachments ($1..$4).
-SELECT m.organization_id, m.coach_id, m.teacher_id,
-       (SELECT string_agg(om.user_id, ',') FROM organization_memberships om
-        WHERE om.organization_id = m.organization_id AND om.membership_status = 'active'
-          AND om.role_in_organization IN ('Manager', 'OrganizationAdmin')) AS admins,
-       (SELECT c.mentorship_id = m.id FROM chat_messages c
-        WHERE c.id = COALESCE($4::uuid, '00000000-0000-0000-0000-000000000000'::uuid))
-           AS reply_here,
-       0 AS files_found, 0 AS files_own,
-       (SELECT chat_message_json(c) FROM chat_messages c
-        WHERE c.mentorship_id = m.id AND c.sender_id = $2
-          AND c.client_message_id = COALESCE($3::uuid,
-                                             '00000000-0000-0000-0000-000000000000'::uuid))
-           AS existing
-FROM mentorships m
-WHERE m.id = $1::uuid;
-
 -- name: chat_post_load_many
 -- columns: =chat_post_load
--- chat_post_load_plain for several posts of the mentorship $1 at once (routes/chat.c "access
--- reads of posts, grouped"): one element per post in $2 callers, $3 clientMessageIds, $4
--- replyToMessageIds. One row per post, in their order; no row when the mentorship does not
--- exist. Each post used to read the mentorship on its own, the largest part of PostgreSQL's
--- CPU per post once posts were batched.
+-- chat_post_load for posts without attachments, several of the mentorship $1 at once
+-- (routes/chat.c "access reads of posts, grouped"): one element per post in $2 callers, $3
+-- clientMessageIds, $4 replyToMessageIds. One row per post, in their order; no row when the
+-- mentorship does not exist. Each post used to read the mentorship on its own, the largest part
+-- of PostgreSQL's CPU per post once posts were batched.
 WITH acc AS MATERIALIZED (
          SELECT m.id, m.organization_id, m.coach_id, m.teacher_id,
                 (SELECT string_agg(om.user_id, ',') FROM organization_memberships om

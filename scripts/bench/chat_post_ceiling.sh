@@ -4,8 +4,9 @@
 # db/queries/chat.sql, so it is the statement coachd sends) with BATCH posts per execution, over
 # CLIENTS connections (2: coachd keeps at most two batches of a mentorship in flight), each
 # execution its own transaction and commit, as in coachd. The ceiling in posts/s is
-# executions/s × BATCH. The per-post access read that coachd runs before a post joins a batch is
-# left out (it does not hold the mentorship's clock row); add it with LOAD=1.
+# executions/s × BATCH. The access read that coachd runs before posts join a batch (one
+# chat_post_load_many per mentorship and loop turn) is left out (it does not hold the
+# mentorship's clock row); LOAD=1 adds one, of BATCH posts, before each batch.
 #
 #   DATABASE_URL=... MENTORSHIP=uuid SENDER=user-id scripts/bench/chat_post_ceiling.sh
 #   BATCH (16), CLIENTS (2), DURATION (10 s), LOAD (0), CHAT_SQL (db/queries/chat.sql)
@@ -37,13 +38,16 @@ tr '\n' ' ' <"$WORK/batch.sql" | sed 's/;[[:space:]]*$//' >"$WORK/one.sql"
 echo ";" >>"$WORK/one.sql"
 
 if [ "${LOAD:-0}" = 1 ]; then
-    # The access read of each post of the batch (chat_post_load_plain), outside the transaction.
-    awk '/^-- name: chat_post_load_plain/ {on = 1; next} on && /^-- name:/ {exit} on && !/^--/ {print}' \
+    # The grouped access read of the batch's posts (chat_post_load_many), its own statement.
+    awk '/^-- name: chat_post_load_many/ {on = 1; next} on && /^-- name:/ {exit} on && !/^--/ {print}' \
         "$SQL_FILE" |
-        sed -e 's/\$1::uuid/:m::uuid/g' -e 's/\$2/:s/g' -e 's/\$3::uuid/NULL::uuid/g' \
-            -e 's/\$4::uuid/NULL::uuid/g' | tr '\n' ' ' | sed 's/;[[:space:]]*$//' >"$WORK/load.sql"
+        sed -e 's/\$1::uuid/:m::uuid/g' -e 's/\$2::text\[\]/array_fill(:s::text, ARRAY[:n::int])/' \
+            -e 's/\$3::uuid\[\]/array_fill(NULL::uuid, ARRAY[:n::int])/' \
+            -e 's/\$4::uuid\[\]/array_fill(NULL::uuid, ARRAY[:n::int])/' |
+        tr '\n' ' ' | sed 's/;[[:space:]]*$//' >"$WORK/load.sql"
     echo ";" >>"$WORK/load.sql"
-    { for _ in $(seq "$BATCH"); do cat "$WORK/load.sql"; done; cat "$WORK/one.sql"; } >"$WORK/script.sql"
+    grep -q '\$[0-9]' "$WORK/load.sql" && { echo "unreplaced parameter in the access read" >&2; exit 1; }
+    cat "$WORK/load.sql" "$WORK/one.sql" >"$WORK/script.sql"
 else
     cp "$WORK/one.sql" "$WORK/script.sql"
 fi
