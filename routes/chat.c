@@ -789,7 +789,7 @@ static void post_on_loaded(http_req_t *req, db_result_t *r)
 #define LOAD_GROUPS POST_LANES
 
 typedef struct load_group {
-    char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
+    char mentorship[IDS_UUID_LEN + 1];
     int n;
     post_state_t *items[POST_BATCH_MAX];
 } load_group_t;
@@ -801,8 +801,8 @@ static bool load_check_ready;
 static void load_on_result(db_result_t *r, void *data)
 {
     load_group_t *g = data;
-    /* One row per post, or none when the mentorship does not exist; anything else is not
-     * this statement's answer, and each post is read alone instead. */
+    /* One row per post, or none when the mentorship does not exist. Any other count would be
+     * a defect: the posts are answered 503 rather than matched to rows by guess. */
     bool shaped = r->ok && (db_nrows(r) == 0 || db_nrows(r) == g->n);
     for (int i = 0; i < g->n; i++) {
         post_state_t *st = g->items[i];
