@@ -639,6 +639,8 @@ static void post_send_one(http_req_t *req)
 static void post_on_batch(db_result_t *r, void *data)
 {
     post_batch_t *bt = data;
+    /* The batch's events go to Redis in one call (rt/events.h), after every answer is written. */
+    events_batch_begin();
     for (int i = 0; i < bt->n; i++) {
         post_state_t *st = bt->items[i];
         http_req_t *req = st->req;
@@ -662,6 +664,7 @@ static void post_on_batch(db_result_t *r, void *data)
         }
         http_req_unref(req);
     }
+    events_batch_end();
     post_lane_t *lane = bt->lane;
     free(bt);
     lane->inflight--;

@@ -13,7 +13,7 @@
  *                               {"type":"user-inactive"}
  * History: the event channel C is kept in the Redis stream `events:C` (EVENTS_KEY_PREFIX), one
  * entry per event with the field `m` = the message below without its id. One Lua script per
- * event XADDs it to every channel's stream, trims each stream (EVENT_HISTORY_MAX entries at
+ * event (or per batch of events) XADDs it to every channel's stream, trims each stream (EVENT_HISTORY_MAX entries at
  * least, at most 100 more, and those of the EVENT_HISTORY_SECONDS before the newest), refreshes its
  * expiry (EVENTS_KEY_TTL after the newest event) and PUBLISHes it with the id XADD gave: the
  * event's id on a channel is its stream entry id ("<ms>-<seq>", monotonic per channel), live or
@@ -43,6 +43,13 @@ void events_publish(const char *organization_id, const char *mentorship_id, cons
 void events_publish_to(const char *organization_id, const char *mentorship_id,
                        const char *const *user_ids, size_t n, const char *event,
                        const char *data_json);
+/* Between events_batch_begin() and events_batch_end(), events_publish_to() and
+ * events_publish() collect their events, and the end sends them all in one script call, in the
+ * order they were published: the posts of one chat batch commit together, and their events cost
+ * Redis one call (each stream trimmed once) instead of one per post. Not nested; nothing else
+ * runs on the loop in between, so no other event can come between a batch's. */
+void events_batch_begin(void);
+void events_batch_end(void);
 /* Stream control message for one user (see above). */
 void events_control(const char *user_id, const char *json);
 /* Ends the open streams of every session of the user except keep_session_id (NULL: all). */

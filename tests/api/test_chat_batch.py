@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from chat_fixtures import Chat
-from helpers import RedisSub, psql_value
+from helpers import RedisSub, psql_value, redis_cli
 from ment_fixtures import add_push_token
 
 ODD = ['say "hi"', "back\\slash", "{braces},commas", "NULL", "'quote'", "ñ😀 \\\"both\\\""]
@@ -116,3 +116,45 @@ def test_burst_of_access_reads_answers_each_post_on_its_own(chat):
             assert body["data"] == seen
     assert psql_value("SELECT count(*) FROM chat_messages WHERE mentorship_id = :'m'"
                       " AND body LIKE 'burst %%'", m=chat.id) == "10"
+
+
+def eval_calls():
+    """How many EVAL calls Redis has run so far."""
+    for line in redis_cli("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_eval:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
+
+
+def id_key(event_id):
+    ms, seq = event_id.split("-")
+    return int(ms), int(seq)
+
+
+def test_burst_events_reach_every_channel_once_in_order(chat):
+    """The events of a batch go to Redis in one script call (rt/events.h): each post's event
+    still reaches the mentorship's channel and the user channels of the coach, the teacher and
+    the organization's administrators once, each channel's ids increase, and each channel's
+    history holds the same events under the same ids, in the same order."""
+    users = [chat.uid(k) for k in ("Coach", "Teacher", "OrganizationAdmin", "Manager")]
+    chans = ["mentorship:%s" % chat.id] + ["user:%s" % u for u in users]
+    before = eval_calls()
+    with RedisSub(*chans) as sub:
+        with concurrent.futures.ThreadPoolExecutor(24) as ex:
+            posted = list(ex.map(lambda i: chat.post(("Teacher", "Coach")[i % 2], "burst %d" % i),
+                                 range(48)))
+        got = {c: [] for c in chans}
+        for _ in range(48 * len(chans)):
+            m = sub.next("chat-message")
+            got[m["channel"]].append(m)
+        assert sub.drain(0.5) == []  # nothing twice
+    # Fewer calls than posts: at least one call carried the events of several posts.
+    assert eval_calls() - before < 48
+    ids = sorted(p["id"] for p in posted)
+    for chan, evs in got.items():
+        assert sorted(e["data"]["id"] for e in evs) == ids, chan
+        keys = [id_key(e["id"]) for e in evs]
+        assert keys == sorted(keys) and len(set(keys)) == 48, chan
+        # XRANGE prints each entry as three lines: its id, the field name, the message.
+        stored = redis_cli("XRANGE", "events:" + chan, "-", "+").splitlines()[0::3]
+        assert stored[-48:] == [e["id"] for e in evs], chan

@@ -2,6 +2,7 @@
 in the channel's Redis history; a reconnect with Last-Event-ID (or ?lastEventId=) gets what it
 missed, in order and once, before live events, from any worker or host; an id the history cannot
 serve gets one `reset` event."""
+import concurrent.futures
 import time
 
 import pytest
@@ -168,6 +169,37 @@ def test_id_older_than_the_history_gets_a_reset():
         assert ev["data"] == {"reason": "too-old"}
         assert ev["id"] == redis_cli("XREVRANGE", key, "+", "-", "COUNT", "1").split()[0]
         s.no_event("chat-message", wait=0.5)
+
+
+def test_burst_trims_the_history_to_its_count():
+    """EVENT_HISTORY_MAX=5 on the publishing server, and posts in bursts, so one script call
+    carries the events of several posts: once a channel holds more than 105 events it is cut
+    back to the newest 5 (after all of a call's events), the cut becomes the stream's
+    max-deleted-entry-id, and a client that missed a trimmed event is told to refetch."""
+    chat = Chat()
+    teacher = chat.c("Teacher")
+    key = "events:mentorship:%s" % chat.id
+    with second_coachd(EVENT_HISTORY_MAX=5) as base:
+        coach = chat.c("Coach")
+        coach.base_url = base
+        try:
+            with opened(SSEStream(teacher, mpath(chat))) as s:
+                coach.post_json(chat.msgs(), {"body": "first"}, expect=201)
+                first_id = s.next("chat-message")["id"]
+            with concurrent.futures.ThreadPoolExecutor(16) as ex:
+                list(ex.map(lambda i: coach.post_json(chat.msgs(), {"body": "b %d" % i},
+                                                      expect=201), range(120)))
+        finally:
+            coach.base_url = chat.c("Manager").base_url
+    n = int(redis_cli("XLEN", key))
+    assert 5 <= n <= 105
+    info = redis_cli("XINFO", "STREAM", key).splitlines()
+    max_deleted = info[info.index("max-deleted-entry-id") + 1]
+    oldest = redis_cli("XRANGE", key, "-", "+", "COUNT", "1").splitlines()[0]
+    # Every entry after the cut is kept (the count cut is the oldest entry kept).
+    assert id_key(first_id) <= id_key(max_deleted) <= id_key(oldest)
+    with SSEStream(teacher, mpath(chat), headers={"Last-Event-ID": first_id}) as s:
+        assert s.next("reset")["data"] == {"reason": "too-old"}
 
 
 def test_redis_unavailable_gets_a_reset(chat):
