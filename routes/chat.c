@@ -154,24 +154,23 @@ static bool access_or_replied(http_req_t *req, const db_result_t *r, perm_chat_n
 }
 
 /* Publishes after commit on the mentorship's channel and the user channels of the coach, the
- * teacher, the organization's administrators and the caller. */
+ * teacher, the organization's administrators and the caller: one event, so it has one id on
+ * every channel (rt/events.c), however many administrators there are. */
 static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, const char *data)
 {
     caller_t *c = context_caller(req);
-    const char *users[64];
+    char *list = arena_strdup(&req->arena, x->admins ? x->admins : "");
+    size_t cap = 4; /* coach, teacher, caller, and one more administrator than commas */
+    for (const char *p = list; *p; p++)
+        cap += *p == ',';
+    const char **users = arena_alloc(&req->arena, cap * sizeof(*users));
     size_t n = 0;
     users[n++] = x->coach_id;
     users[n++] = x->teacher_id;
     users[n++] = c->user_id;
-    char *list = arena_strdup(&req->arena, x->admins ? x->admins : "");
     char *save = NULL;
-    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == sizeof(users) / sizeof(users[0])) {
-            events_publish_to(c->org_id, NULL, users, n, event, data);
-            n = 0;
-        }
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
         users[n++] = t;
-    }
     events_publish_to(c->org_id, x->mentorship_id, users, n, event, data);
 }
 

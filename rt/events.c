@@ -1,6 +1,7 @@
 /* Event publishing (see events.h). */
 #include "rt/events.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,7 +15,11 @@
  * history window in ms, the key TTL in seconds, then two per event, in publishing order: the
  * numbers of its streams among KEYS ("1 3 4") and the message without its id (from its first
  * field on: `"event":...,"data":...}`). Each stream's id goes into the message published on its
- * channel, so a live event and its replay carry the same id.
+ * channel, so a live event and its replay carry the same id. An event takes the id of its first
+ * stream on the others too, so it has one id everywhere, unless a stream already holds a newer
+ * entry (another event in the same millisecond): that stream gives it its next id. Time runs on
+ * while a script does (Redis 7.0), and the ids that XADD chose for each stream differed whenever
+ * a millisecond ended between two of them.
  * Trimming runs once per stream after all of the call's events are added: the script is atomic,
  * so nobody sees the stream between them, and the state is the one trimming after each event
  * would leave, within the same bounds. It cuts at an id (MINID, exact): the window before the
@@ -29,10 +34,17 @@ static const char PUBLISH_SCRIPT[] =
     "end "
     "local keep, newest = tonumber(ARGV[1]), {} "
     "for e = 4, #ARGV - 1, 2 do "
-    "  local tail = ARGV[e + 1] "
+    "  local tail, first = ARGV[e + 1], nil "
     "  for n in string.gmatch(ARGV[e], '%d+') do "
     "    local k = KEYS[tonumber(n)] "
-    "    local id = redis.call('XADD', k, '*', 'm', tail) "
+    "    local id "
+    "    if first then "
+    "      id = redis.pcall('XADD', k, first, 'm', tail) "
+    "      if type(id) == 'table' then id = redis.call('XADD', k, '*', 'm', tail) end "
+    "    else "
+    "      id = redis.call('XADD', k, '*', 'm', tail) "
+    "      first = id "
+    "    end "
     "    newest[k] = id "
     "    redis.call('PUBLISH', string.sub(k, " EVENTS_PREFIX_LEN_STR " + 1), "
     "               '{\"id\":\"' .. id .. '\",' .. tail) "
@@ -60,8 +72,10 @@ static const char PUBLISH_SCRIPT[] =
     "return #KEYS";
 
 /* Events waiting for one script call: every event of a batch (events_batch_begin), or the one
- * being published. keys[] are the streams named so far, each once; per event its tail (the
- * message without the id) and the numbers of its streams. */
+ * being published. keys[] are the streams named so far, each once, found through a hash index
+ * (an event may name thousands: every administrator of a large organization); named[k] is
+ * the number (1-based) of the last event that named keys[k], so an event names a stream once.
+ * Per event: its tail (the message without the id) and the numbers of its streams. */
 typedef struct pending_event {
     buf_t streams; /* "1 3 4": 1-based positions in keys[] */
     buf_t tail;
@@ -70,7 +84,10 @@ typedef struct pending_event {
 static struct {
     bool batch;
     char (*keys)[128];
-    size_t nkeys, capkeys;
+    size_t *named;
+    size_t nkeys, capkeys, capnamed;
+    uint32_t *slots; /* open addressing: 0 empty, else a position in keys[] + 1 */
+    size_t nslots;   /* a power of two, more than twice nkeys */
     pending_event_t *events;
     size_t nevents, capevents;
 } pend;
@@ -84,14 +101,53 @@ static void *grow(void *p, size_t *cap, size_t elem)
     return xrealloc(p, bytes);
 }
 
+static size_t key_slot(const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h & (pend.nslots - 1);
+}
+
+/* A larger index: twice the slots, every key placed again. */
+static void slots_grow(void)
+{
+    size_t n = pend.nslots ? pend.nslots * 2 : 64;
+    if (n < pend.nslots) xoverflow("events: stream index");
+    free(pend.slots);
+    pend.slots = xcalloc(n, sizeof(*pend.slots));
+    pend.nslots = n;
+    for (size_t k = 0; k < pend.nkeys; k++) {
+        size_t i = key_slot(pend.keys[k]);
+        while (pend.slots[i])
+            i = (i + 1) & (n - 1);
+        pend.slots[i] = (uint32_t)(k + 1);
+    }
+}
+
 /* The 1-based number of a stream among the pending keys, added when new. */
 static size_t key_number(const char *key)
 {
-    for (size_t i = 0; i < pend.nkeys; i++)
-        if (strcmp(pend.keys[i], key) == 0) return i + 1;
+    if (2 * (pend.nkeys + 1) >= pend.nslots) slots_grow();
+    size_t i = key_slot(key);
+    for (; pend.slots[i]; i = (i + 1) & (pend.nslots - 1))
+        if (strcmp(pend.keys[pend.slots[i] - 1], key) == 0) return pend.slots[i];
     if (pend.nkeys == pend.capkeys) pend.keys = grow(pend.keys, &pend.capkeys, sizeof(*pend.keys));
+    if (pend.nkeys == pend.capnamed)
+        pend.named = grow(pend.named, &pend.capnamed, sizeof(*pend.named));
     snprintf(pend.keys[pend.nkeys], sizeof(pend.keys[0]), "%s", key);
+    pend.named[pend.nkeys] = 0;
+    pend.slots[i] = (uint32_t)(pend.nkeys + 1);
     return ++pend.nkeys;
+}
+
+/* Adds a stream to the event being built (the pend.nevents + 1st), once. */
+static void event_names(pending_event_t *ev, const char *key)
+{
+    size_t k = key_number(key);
+    if (pend.named[k - 1] == pend.nevents + 1) return;
+    pend.named[k - 1] = pend.nevents + 1;
+    buf_printf(&ev->streams, ev->streams.len ? " %zu" : "%zu", k);
 }
 
 /* One EVAL for every pending event, then nothing is pending. */
@@ -133,6 +189,7 @@ static void pending_send(void)
     }
     pend.nevents = 0;
     pend.nkeys = 0;
+    memset(pend.slots, 0, pend.nslots * sizeof(*pend.slots));
     free(lens);
     free(argv);
 }
@@ -148,13 +205,6 @@ void events_batch_end(void)
     pending_send();
 }
 
-static bool listed_before(const char *const *ids, size_t i)
-{
-    for (size_t j = 0; j < i; j++)
-        if (ids[j] && strcmp(ids[j], ids[i]) == 0) return true;
-    return false;
-}
-
 void events_publish_to(const char *organization_id, const char *mentorship_id,
                        const char *const *user_ids, size_t n, const char *event,
                        const char *data_json)
@@ -163,12 +213,12 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
     char key[128];
     if (mentorship_id) {
         snprintf(key, sizeof(key), EVENTS_KEY_PREFIX "mentorship:%s", mentorship_id);
-        buf_printf(&ev.streams, "%zu", key_number(key));
+        event_names(&ev, key);
     }
     for (size_t i = 0; i < n; i++) {
-        if (!user_ids[i] || !user_ids[i][0] || listed_before(user_ids, i)) continue;
+        if (!user_ids[i] || !user_ids[i][0]) continue;
         snprintf(key, sizeof(key), EVENTS_KEY_PREFIX "user:%s", user_ids[i]);
-        buf_printf(&ev.streams, ev.streams.len ? " %zu" : "%zu", key_number(key));
+        event_names(&ev, key);
     }
     if (ev.streams.len == 0) {
         buf_free(&ev.streams);

@@ -4,11 +4,12 @@ missed, in order and once, before live events, from any worker or host; an id th
 serve gets one `reset` event."""
 import concurrent.futures
 import time
+import uuid
 
 import pytest
 
 from chat_fixtures import Chat
-from helpers import SSEStream, redis_cli, second_coachd, free_port
+from helpers import RedisSub, SSEStream, psql, redis_cli, second_coachd, free_port
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +201,34 @@ def test_burst_trims_the_history_to_its_count():
     assert id_key(first_id) <= id_key(max_deleted) <= id_key(oldest)
     with SSEStream(teacher, mpath(chat), headers={"Last-Event-ID": first_id}) as s:
         assert s.next("reset")["data"] == {"reason": "too-old"}
+
+
+def test_event_has_one_id_on_every_channel():
+    """An event takes one id on every channel it goes to (rt/events.c), also when it goes to
+    many: here the organization has 63 administrators, so each post's event goes to the
+    mentorship and 65 user channels, and the script runs past the end of a millisecond often.
+    Before, each channel's XADD chose its own id, and the administrators were published in
+    separate events of at most 64 channels."""
+    chat = Chat()
+    tag = uuid.uuid4().hex[:10]
+    psql("INSERT INTO users (id, email, first_name, last_name)"
+         " SELECT 'evid' || :'t' || i, 'evid' || :'t' || i || '@example.com', 'Admin', i::text"
+         " FROM generate_series(1, 61) i", t=tag)
+    psql("INSERT INTO organization_memberships (organization_id, user_id,"
+         " role_in_organization, membership_status)"
+         " SELECT :'o', 'evid' || :'t' || i, 'Manager', 'active' FROM generate_series(1, 61) i",
+         o=chat.org.id, t=tag)
+    users = [chat.uid(k) for k in ("Coach", "Teacher", "OrganizationAdmin", "Manager")]
+    users += ["evid%s%d" % (tag, i) for i in range(1, 62)]
+    chans = ["mentorship:%s" % chat.id] + ["user:%s" % u for u in users]
+    with RedisSub(*chans) as sub:
+        posted = [chat.post("Coach", "one id %d" % i)["id"] for i in range(5)]
+        got = [sub.next("chat-message") for _ in range(5 * len(chans))]
+        assert sub.drain(0.3) == []
+    for mid in posted:
+        evs = [e for e in got if e["data"]["id"] == mid]
+        assert sorted(e["channel"] for e in evs) == sorted(chans)
+        assert len({e["id"] for e in evs}) == 1, mid
 
 
 def test_redis_unavailable_gets_a_reset(chat):
