@@ -13,12 +13,12 @@
  *                               {"type":"user-inactive"}
  * History: the event channel C is kept in the Redis stream `events:C` (EVENTS_KEY_PREFIX), one
  * entry per event with the field `m` = the message below without its id. One Lua script per
- * event (or per batch of events) XADDs it to every channel's stream, trims each stream
- * (EVENT_HISTORY_MAX entries at least, at most 100 more, and those of the EVENT_HISTORY_SECONDS
- * before the newest), refreshes its expiry (EVENTS_KEY_TTL after the newest event) and
- * PUBLISHes it with the id XADD gave: the event's id on a channel is its stream entry id
- * ("<ms>-<seq>", monotonic per channel), live or replayed, and Redis runs the script atomically,
- * so the pub/sub order is the stream's order. Message on the event channels:
+ * event (or per batch of events) XADDs it to every channel's stream, trims each stream (to the
+ * entries of the EVENT_HISTORY_SECONDS before the newest, and of those the last
+ * EVENT_HISTORY_MAX, up to 100 more between trims), refreshes its expiry (EVENTS_KEY_TTL after
+ * the newest event) and PUBLISHes it with the id XADD gave: the event's id on a channel is its
+ * stream entry id ("<ms>-<seq>", monotonic per channel), live or replayed, and Redis runs the
+ * script atomically, so the pub/sub order is the stream's order. Message on the event channels:
  *   {"id":"<entry id>","event":"<name>","organizationId":"<org>","data":<JSON>}
  * (data last). The organization lets a user stream drop events of organizations where the
  * user's membership is disabled.
