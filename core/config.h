@@ -36,9 +36,11 @@ typedef struct config {
     bool invite_require_verified_email; /* INVITE_REQUIRE_VERIFIED_EMAIL (default: production) */
     int log_level;
     int context_cache_ttl_ms;  /* CONTEXT_CACHE_TTL_MS: caller-context cache lifetime, 0 = off */
-    int event_history_max;     /* EVENT_HISTORY_MAX: events kept per stream channel (at least) */
-    int event_history_seconds; /* EVENT_HISTORY_SECONDS: and those of this many seconds before
-                                * the channel's newest event */
+    int event_history_max;     /* EVENT_HISTORY_MAX: events kept per stream channel (at most) */
+    int event_history_seconds; /* EVENT_HISTORY_SECONDS: and only those of this many seconds
+                                * before the channel's newest event */
+    int stream_fanout_slice;   /* STREAM_FANOUT_SLICE: streams one event is written to per loop
+                                * turn; the rest of a large channel waits for the next turn */
 } config_t;
 
 extern config_t cfg;

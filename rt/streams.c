@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/random.h"
@@ -52,6 +53,15 @@ typedef struct event_id {
     uint64_t ms, seq;
 } event_id_t;
 
+/* An event message of rt/events.c, with or without its leading "id": the event name, the
+ * organization (before "data"; so a key inside the payload is never taken for it) and the data,
+ * which runs to the closing brace. */
+typedef struct parsed {
+    const char *event, *org, *data;
+    size_t evlen, orglen, dlen;
+    bool has_org;
+} parsed_t;
+
 /* One history read; outlives its stream when the stream goes first (s is then NULL). */
 typedef struct sync {
     stream_t *s;
@@ -69,10 +79,32 @@ typedef struct sub {
     stream_t *stream;
 } sub_t;
 
+/* An event on its way to a channel's streams. It is written to at most cfg.stream_fanout_slice
+ * streams per loop turn (100 by default), so one event to tens of thousands of streams does not
+ * hold the worker, and every other connection on it, for the whole fan-out (about 100 ms for
+ * 10,000 streams here: a request arriving meanwhile waited up to that long; now one slice, a
+ * few ms). A channel's events go out one after the other, in the order they arrived. */
+typedef struct fan_event {
+    struct fan_event *next;
+    sbuf_t *sb; /* encoded once, shared by every stream */
+    bool in_history;
+    event_id_t id;
+    parsed_t m; /* points into msg */
+    char *msg;
+    uint64_t t0; /* arrival (uv_hrtime), for coachd_stream_fanout_seconds */
+    uint64_t sent;
+} fan_event_t;
+
 struct channel {
     channel_t *hnext; /* hash chain */
     sub_t *head;
     size_t count;
+    fan_event_t *fq_head, *fq_tail; /* events being written, oldest first */
+    sub_t *cursor;                  /* the next stream fq_head goes to */
+    bool started;                   /* fq_head's walk has begun (cursor is meaningful) */
+    bool walking;                   /* a slice runs: the channel stays allocated */
+    bool active;                    /* in the list of channels with events left to write */
+    channel_t *aprev, *anext;
     char name[];
 };
 
@@ -178,9 +210,12 @@ static channel_t *channel_get(const char *name)
     return c;
 }
 
+static void fan_drop(channel_t *c);
+
 static void channel_release(channel_t *c)
 {
-    if (c->count > 0) return;
+    if (c->count > 0 || c->walking) return;
+    fan_drop(c);
     size_t b = hash_str(c->name, strlen(c->name)) & (table_size - 1);
     for (channel_t **pp = &table[b]; *pp; pp = &(*pp)->hnext) {
         if (*pp == c) {
@@ -209,6 +244,7 @@ static void sub_attach(stream_t *s, const char *name)
 static void sub_detach(sub_t *sub)
 {
     channel_t *c = sub->chan;
+    if (c->cursor == sub) c->cursor = sub->next;
     if (sub->prev)
         sub->prev->next = sub->next;
     else
@@ -528,15 +564,6 @@ static void on_control(channel_t *c, const char *msg, size_t len)
     }
 }
 
-/* An event message of rt/events.c, with or without its leading "id": the event name, the
- * organization (before "data"; so a key inside the payload is never taken for it) and the data,
- * which runs to the closing brace. */
-typedef struct parsed {
-    const char *event, *org, *data;
-    size_t evlen, orglen, dlen;
-    bool has_org;
-} parsed_t;
-
 static bool parse_message(const char *msg, size_t len, parsed_t *m)
 {
     const char *d = len > 0 ? memmem(msg, len, "\"data\":", 7) : NULL;
@@ -814,6 +841,150 @@ static void on_subscribed(const char *channel, void *data)
         stream_sync(sub->stream); /* sends nothing now: the walk is safe */
 }
 
+/* ---- fan-out in slices ---- */
+
+static uv_idle_t fan_idle; /* runs the slices left while any channel has events to write */
+static bool fan_idle_running, fan_idle_ready;
+static channel_t *active_head, *active_tail;
+
+static void fan_activate(channel_t *c)
+{
+    if (c->active) return;
+    c->active = true;
+    c->anext = NULL;
+    c->aprev = active_tail;
+    if (active_tail)
+        active_tail->anext = c;
+    else
+        active_head = c;
+    active_tail = c;
+}
+
+static void fan_deactivate(channel_t *c)
+{
+    if (!c->active) return;
+    c->active = false;
+    if (c->aprev)
+        c->aprev->anext = c->anext;
+    else
+        active_head = c->anext;
+    if (c->anext)
+        c->anext->aprev = c->aprev;
+    else
+        active_tail = c->aprev;
+    c->aprev = c->anext = NULL;
+}
+
+static void fan_event_free(fan_event_t *ev)
+{
+    sbuf_unref(ev->sb);
+    free(ev->msg);
+    free(ev);
+}
+
+/* The channel goes away (its last stream left): its events have nobody left to reach. */
+static void fan_drop(channel_t *c)
+{
+    fan_deactivate(c);
+    while (c->fq_head) {
+        fan_event_t *ev = c->fq_head;
+        c->fq_head = ev->next;
+        fan_event_free(ev);
+    }
+    c->fq_tail = NULL;
+    c->cursor = NULL;
+    c->started = false;
+}
+
+/* One stream's share of an event: written, held while the stream reads history, or skipped
+ * when the stream is already past it. Writing may close the stream. */
+static void fan_deliver(stream_t *st, fan_event_t *ev)
+{
+    bool pass = stream_passes(st, &ev->m);
+    if (!ev->in_history) {
+        if (pass) {
+            stream_send(st, ev->sb);
+            ev->sent++;
+        }
+    } else if (st->sync)
+        hold(st, pass ? ev->sb : NULL, ev->id);
+    else if (stream_is_new(st, ev->id)) {
+        stream_advance(st, ev->id);
+        if (pass) {
+            stream_send(st, ev->sb);
+            ev->sent++;
+        }
+    }
+}
+
+static void on_fan_idle(uv_idle_t *h);
+
+/* Writes the channel's events to at most cfg.stream_fanout_slice streams, oldest event first.
+ * Streams that join meanwhile go to the head of the list, behind the walk: they start after
+ * these events (their position is read from the history, which already holds them). A stream
+ * that leaves moves the walk past itself (sub_detach). With work left the channel waits in the
+ * active list for the next loop turn. */
+static void fan_slice(channel_t *c)
+{
+    size_t budget = (size_t)cfg.stream_fanout_slice;
+    c->walking = true;
+    while (c->fq_head && budget > 0) {
+        fan_event_t *ev = c->fq_head;
+        if (!c->started) {
+            c->cursor = c->head;
+            c->started = true;
+        }
+        while (c->cursor && budget > 0) {
+            sub_t *sub = c->cursor;
+            c->cursor = sub->next;
+            fan_deliver(sub->stream, ev);
+            budget--;
+        }
+        if (c->cursor) break;
+        double secs = (double)(uv_hrtime() - ev->t0) / 1e9;
+        fanout.events++;
+        fanout.deliveries += ev->sent;
+        fanout.seconds_sum += secs;
+        if (secs > fanout.seconds_max) fanout.seconds_max = secs;
+        c->fq_head = ev->next;
+        if (!c->fq_head) c->fq_tail = NULL;
+        c->started = false;
+        fan_event_free(ev);
+    }
+    c->walking = false;
+    if (c->count == 0) {
+        channel_release(c); /* its last stream left during the slice */
+        return;
+    }
+    if (!c->fq_head) {
+        fan_deactivate(c);
+        return;
+    }
+    fan_activate(c);
+    if (!fan_idle_running) {
+        uv_idle_start(&fan_idle, on_fan_idle);
+        fan_idle_running = true;
+    }
+}
+
+/* One slice for each channel that had events left when this turn began, in turn. */
+static void on_fan_idle(uv_idle_t *h)
+{
+    (void)h;
+    size_t n = 0;
+    for (channel_t *c = active_head; c; c = c->anext)
+        n++;
+    while (n-- > 0 && active_head) {
+        channel_t *c = active_head;
+        fan_deactivate(c); /* fan_slice puts it back at the tail when work is left */
+        fan_slice(c);
+    }
+    if (!active_head) {
+        uv_idle_stop(&fan_idle);
+        fan_idle_running = false;
+    }
+}
+
 static void on_message(const char *channel, const char *msg, size_t len, void *data)
 {
     (void)data;
@@ -826,7 +997,6 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     }
     const char *idstr;
     size_t idlen;
-    event_id_t id;
     parsed_t m;
     if (!json_str_field(msg, len, "id", &idstr, &idlen) || !parse_message(msg, len, &m)) {
         log_warn("stream: malformed event on %s", channel);
@@ -834,40 +1004,23 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     }
     /* An id that is no history id comes from a coachd without history (a rolling upgrade):
      * passed live as it is, outside the position and the replay. */
-    bool in_history = event_id_parse(idstr, idlen, &id);
-    uint64_t t0 = uv_hrtime(), sent = 0;
+    fan_event_t *ev = xcalloc(1, sizeof(*ev));
+    ev->in_history = event_id_parse(idstr, idlen, &ev->id);
+    ev->t0 = uv_hrtime();
     /* Encoded once, shared by every stream of the channel on this worker. */
-    sbuf_t *sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
-    sub_t *sub = c->head;
-    while (sub) {
-        /* Closing a stream may free this channel when it was the last subscriber. */
-        sub_t *next = sub->next;
-        bool last = next == NULL;
-        stream_t *st = sub->stream;
-        bool pass = stream_passes(st, &m);
-        if (!in_history) {
-            if (pass) {
-                stream_send(st, sb);
-                sent++;
-            }
-        } else if (st->sync)
-            hold(st, pass ? sb : NULL, id);
-        else if (stream_is_new(st, id)) {
-            stream_advance(st, id);
-            if (pass) {
-                stream_send(st, sb);
-                sent++;
-            }
-        }
-        if (last) break;
-        sub = next;
-    }
-    sbuf_unref(sb);
-    double secs = (double)(uv_hrtime() - t0) / 1e9;
-    fanout.events++;
-    fanout.deliveries += sent;
-    fanout.seconds_sum += secs;
-    if (secs > fanout.seconds_max) fanout.seconds_max = secs;
+    ev->sb = sse_encode_event(idstr, idlen, m.event, m.evlen, m.data, m.dlen);
+    /* The parsed fields point into the message, which the Redis reader reuses: keep a copy. */
+    ev->msg = xmalloc(len);
+    memcpy(ev->msg, msg, len);
+    parse_message(ev->msg, len, &ev->m);
+    if (c->fq_tail)
+        c->fq_tail->next = ev;
+    else
+        c->fq_head = ev;
+    c->fq_tail = ev;
+    /* A channel already writing waits its turn (the order of its events); otherwise the first
+     * slice goes now, which for most channels is all of it. */
+    if (!c->active) fan_slice(c);
 }
 
 /* ---- lifecycle ---- */
@@ -945,6 +1098,9 @@ void streams_init(uv_loop_t *loop)
     loop_ref = loop;
     redis_set_message_handler(on_message, NULL);
     redis_set_subscribed_handler(on_subscribed, NULL);
+    uv_idle_init(loop, &fan_idle);
+    uv_unref((uv_handle_t *)&fan_idle);
+    fan_idle_ready = true;
     uv_timer_init(loop, &tick_timer);
     uv_timer_start(&tick_timer, on_tick, WHEEL_TICK_MS, WHEEL_TICK_MS);
     uv_unref((uv_handle_t *)&tick_timer);
@@ -961,6 +1117,12 @@ void streams_shutdown(void)
     for (int i = 0; i < WHEEL_SLOTS; i++)
         while (wheel[i])
             stream_close(wheel[i]);
+    /* Closing every stream released every channel and with it the events left to write. */
+    if (fan_idle_ready) {
+        uv_idle_stop(&fan_idle);
+        uv_close((uv_handle_t *)&fan_idle, NULL);
+        fan_idle_running = fan_idle_ready = false;
+    }
     free(table);
     table = NULL;
     table_size = 0;

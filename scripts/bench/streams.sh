@@ -8,7 +8,9 @@
 #                                                   # each event to all 10,000 streams
 #
 # STREAMS, USERS (STREAMS/10; fanout: STREAMS/20), EVENTS, RATE (events/s), HOLD (seconds),
-# PARALLEL (streams being opened at once, 128), COACHD_BENCH_PORT (58181), COACHD_PG_PORT and
+# PARALLEL (streams being opened at once, 128), PROBE_AFTER (seconds: then GET /api/auth/session
+# at PROBE_RATE, 200/s, for PROBE_SECONDS, 10, on the same worker, scripts/bench/latency_probe.py:
+# what the fan-out costs the worker's other requests), COACHD_BENCH_PORT (58181), COACHD_PG_PORT and
 # COACHD_REDIS_PORT (the private servers' ports). MODE=user (default): user streams, each event to
 # one user's streams. MODE=fanout: the users are PlatformAdmins, every stream is on one
 # mentorship's channel (seed_stream_fanout.sql), so each event reaches all of them; 20 streams a
@@ -60,6 +62,14 @@ WORKER=$(pgrep -P "$SERVER" | head -n 1)
 RSS0=$(awk '/VmRSS/ {print $2}' "/proc/$WORKER/status")
 log "coachd idle RSS $((RSS0 / 1024)) MB; mode=$MODE streams=$STREAMS users=$USERS events=$EVENTS rate=$RATE/s; nofile $(ulimit -n); $(uptime)"
 REDIS_HOSTPORT=$(printf '%s' "$REDIS_URL" | sed -E 's#redis://([^/]+).*#\1#')
+PROBE_PID=
+if [ -n "${PROBE_AFTER:-}" ]; then
+    # Light requests on the same worker while events go out (scripts/bench/latency_probe.py).
+    python3 scripts/bench/latency_probe.py "http://127.0.0.1:$PORT/api/auth/session" \
+        --after "$PROBE_AFTER" --seconds "${PROBE_SECONDS:-10}" --rate "${PROBE_RATE:-200}" \
+        >"$LOGS/probe.txt" 2>&1 &
+    PROBE_PID=$!
+fi
 build-release/sse-load --port "$PORT" --users "$LOGS/stream-users.txt" --streams "$STREAMS" \
     --sources "$SOURCES" --redis "$REDIS_HOSTPORT" --events "$EVENTS" --rate "$RATE" --hold "$HOLD" \
     --server-pid "$WORKER" --parallel "$PARALLEL" "${FANOUT[@]}" | tee -a "$LOGS/streams.txt"
@@ -69,3 +79,7 @@ curl -s -H "Authorization: Bearer bench" "http://127.0.0.1:$PORT/metrics" |
          /^coachd_stream_fanout_max_seconds/ {m = $2} /^coachd_stream_deliveries_total/ {d = $2}
          END { if (n > 0) printf "server fan-out per event: mean %.2f ms, max %.2f ms (%d events, %d writes)\n", s / n * 1000, m * 1000, n, d }' |
     tee -a "$LOGS/streams.txt"
+if [ -n "$PROBE_PID" ]; then
+    wait "$PROBE_PID" || true
+    tee -a "$LOGS/streams.txt" <"$LOGS/probe.txt"
+fi

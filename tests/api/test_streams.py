@@ -63,6 +63,33 @@ def test_user_stream_delivers_its_events_only():
         sb.no_event("chat-message", wait=0.5)
 
 
+def test_one_channel_many_streams_get_every_event_once_in_order():
+    """scripts/test sets STREAM_FANOUT_SLICE=1: an event reaches one stream per loop turn, so a
+    burst of events to eight streams of one channel is written over many turns, each event
+    waiting for the one before (rt/streams.c). Every stream still gets every event once, in
+    publishing order, and streams that close meanwhile are left out of the walk."""
+    c, u = sign_up()
+    chan = "user:%s" % u["id"]
+    streams = [SSEStream(c, "/api/events/users/me/events") for _ in range(8)]
+    try:
+        assert all(s.status == 200 for s in streams)
+        time.sleep(0.3)
+        ids = [publish(chan, "chat-message", {"n": i}) for i in range(5)]
+        streams[3].close()  # most likely while the walk is under way
+        streams[6].close()
+        ids += [publish(chan, "chat-message", {"n": i}) for i in range(5, 10)]
+        for k, s in enumerate(streams):
+            if k in (3, 6):
+                continue
+            got = [s.next("chat-message") for _ in range(10)]
+            assert [e["data"]["n"] for e in got] == list(range(10))
+            assert [e["id"] for e in got] == ids
+            s.no_event("chat-message", wait=0.2)
+    finally:
+        for s in streams:
+            s.close()
+
+
 def test_stream_closes_on_sign_out_of_its_session_only():
     c, u = sign_up()
     other = Client()
