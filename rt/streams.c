@@ -100,6 +100,7 @@ struct channel {
     sub_t *head;
     size_t count;
     fan_event_t *fq_head, *fq_tail; /* events being written, oldest first */
+    size_t fq_len;                  /* their number, at most FANOUT_QUEUE_MAX + 1 */
     sub_t *cursor;                  /* the next stream fq_head goes to */
     bool started;                   /* fq_head's walk has begun (cursor is meaningful) */
     bool walking;                   /* a slice runs: the channel stays allocated */
@@ -843,6 +844,9 @@ static void on_subscribed(const char *channel, void *data)
 
 /* ---- fan-out in slices ---- */
 
+/* Events a channel may hold waiting for its streams before it is written without slices. */
+#define FANOUT_QUEUE_MAX 1024
+
 static uv_idle_t fan_idle; /* runs the slices left while any channel has events to write */
 static bool fan_idle_running, fan_idle_ready;
 static channel_t *active_head, *active_tail;
@@ -892,6 +896,7 @@ static void fan_drop(channel_t *c)
         fan_event_free(ev);
     }
     c->fq_tail = NULL;
+    c->fq_len = 0;
     c->cursor = NULL;
     c->started = false;
 }
@@ -923,8 +928,8 @@ static void on_fan_idle(uv_idle_t *h);
  * Streams that join meanwhile go to the head of the list, behind the walk: they start after
  * these events (their position is read from the history, which already holds them). A stream
  * that leaves moves the walk past itself (sub_detach). With work left the channel waits in the
- * active list for the next loop turn. */
-static void fan_slice(channel_t *c)
+ * active list for the next loop turn. False when the channel went away (its last stream left). */
+static bool fan_slice(channel_t *c)
 {
     size_t budget = (size_t)cfg.stream_fanout_slice;
     c->walking = true;
@@ -948,23 +953,25 @@ static void fan_slice(channel_t *c)
         if (secs > fanout.seconds_max) fanout.seconds_max = secs;
         c->fq_head = ev->next;
         if (!c->fq_head) c->fq_tail = NULL;
+        c->fq_len--;
         c->started = false;
         fan_event_free(ev);
     }
     c->walking = false;
     if (c->count == 0) {
         channel_release(c); /* its last stream left during the slice */
-        return;
+        return false;
     }
     if (!c->fq_head) {
         fan_deactivate(c);
-        return;
+        return true;
     }
     fan_activate(c);
     if (!fan_idle_running) {
         uv_idle_start(&fan_idle, on_fan_idle);
         fan_idle_running = true;
     }
+    return true;
 }
 
 /* One slice for each channel that had events left when this turn began, in turn. */
@@ -1018,9 +1025,21 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
     else
         c->fq_head = ev;
     c->fq_tail = ev;
+    c->fq_len++;
     /* A channel already writing waits its turn (the order of its events); otherwise the first
      * slice goes now, which for most channels is all of it. */
-    if (!c->active) fan_slice(c);
+    if (!c->active) {
+        fan_slice(c);
+        return;
+    }
+    /* Events arriving faster than the channel's streams take them: past FANOUT_QUEUE_MAX the
+     * channel is written here and now, until half the queue is left, as before slices existed.
+     * The worker then stops reading Redis meanwhile, which pushes back on it (Redis drops a
+     * subscriber too far behind; the streams catch up from the history after the reconnect),
+     * instead of queueing without bound in this process. */
+    if (c->fq_len <= FANOUT_QUEUE_MAX) return;
+    while (c->fq_len > FANOUT_QUEUE_MAX / 2)
+        if (!fan_slice(c)) return; /* the channel went away with its last stream */
 }
 
 /* ---- lifecycle ---- */

@@ -90,6 +90,34 @@ def test_one_channel_many_streams_get_every_event_once_in_order():
             s.close()
 
 
+PUBLISH_MANY = ("for i = 1, tonumber(ARGV[2]) do "
+                "  local tail = '\"event\":\"chat-message\",\"data\":{\"n\":' .. i .. '}}' "
+                "  local id = redis.call('XADD', KEYS[1], '*', 'm', tail) "
+                "  redis.call('PUBLISH', ARGV[1], '{\"id\":\"' .. id .. '\",' .. tail) "
+                "end return 1")
+
+
+def test_burst_beyond_the_queue_bound_arrives_in_order():
+    """1,500 events in one burst (one script, so they reach the worker together) to four streams
+    of one channel, written one stream per loop turn (STREAM_FANOUT_SLICE=1): past 1,024 queued
+    events the channel is written at once instead of queueing more (rt/streams.c,
+    FANOUT_QUEUE_MAX), and every stream still gets every event once, in order."""
+    c, u = sign_up()
+    chan = "user:%s" % u["id"]
+    streams = [SSEStream(c, "/api/events/users/me/events") for _ in range(4)]
+    try:
+        assert all(s.status == 200 for s in streams)
+        time.sleep(0.3)
+        redis_cli("EVAL", PUBLISH_MANY, 1, "events:" + chan, chan, 1500)
+        for s in streams:
+            got = [s.next("chat-message", timeout=20)["data"]["n"] for _ in range(1500)]
+            assert got == list(range(1, 1501))
+            s.no_event("chat-message", wait=0.2)
+    finally:
+        for s in streams:
+            s.close()
+
+
 def test_stream_closes_on_sign_out_of_its_session_only():
     c, u = sign_up()
     other = Client()
