@@ -73,9 +73,13 @@ static const char PUBLISH_SCRIPT[] =
 
 /* Events waiting for one script call: every event of a batch (events_batch_begin), or the one
  * being published. keys[] are the streams named so far, each once, found through a hash index
- * (an event may name thousands: every administrator of a large organization); named[k] is
- * the number (1-based) of the last event that named keys[k], so an event names a stream once.
- * Per event: its tail (the message without the id) and the numbers of its streams. */
+ * (an event may name thousands: every administrator of a large organization). Per event: its
+ * tail (the message without the id) and the numbers of its streams. */
+typedef struct pending_key {
+    char name[128];
+    size_t named; /* the number (1-based) of the last event that named it: once per event */
+} pending_key_t;
+
 typedef struct pending_event {
     buf_t streams; /* "1 3 4": 1-based positions in keys[] */
     buf_t tail;
@@ -83,9 +87,8 @@ typedef struct pending_event {
 
 static struct {
     bool batch;
-    char (*keys)[128];
-    size_t *named;
-    size_t nkeys, capkeys, capnamed;
+    pending_key_t *keys;
+    size_t nkeys, capkeys;
     uint32_t *slots; /* open addressing: 0 empty, else a position in keys[] + 1 */
     size_t nslots;   /* a power of two, more than twice nkeys */
     pending_event_t *events;
@@ -118,7 +121,7 @@ static void slots_grow(void)
     pend.slots = xcalloc(n, sizeof(*pend.slots));
     pend.nslots = n;
     for (size_t k = 0; k < pend.nkeys; k++) {
-        size_t i = key_slot(pend.keys[k]);
+        size_t i = key_slot(pend.keys[k].name);
         while (pend.slots[i])
             i = (i + 1) & (n - 1);
         pend.slots[i] = (uint32_t)(k + 1);
@@ -131,12 +134,10 @@ static size_t key_number(const char *key)
     if (2 * (pend.nkeys + 1) >= pend.nslots) slots_grow();
     size_t i = key_slot(key);
     for (; pend.slots[i]; i = (i + 1) & (pend.nslots - 1))
-        if (strcmp(pend.keys[pend.slots[i] - 1], key) == 0) return pend.slots[i];
+        if (strcmp(pend.keys[pend.slots[i] - 1].name, key) == 0) return pend.slots[i];
     if (pend.nkeys == pend.capkeys) pend.keys = grow(pend.keys, &pend.capkeys, sizeof(*pend.keys));
-    if (pend.nkeys == pend.capnamed)
-        pend.named = grow(pend.named, &pend.capnamed, sizeof(*pend.named));
-    snprintf(pend.keys[pend.nkeys], sizeof(pend.keys[0]), "%s", key);
-    pend.named[pend.nkeys] = 0;
+    snprintf(pend.keys[pend.nkeys].name, sizeof(pend.keys[0].name), "%s", key);
+    pend.keys[pend.nkeys].named = 0;
     pend.slots[i] = (uint32_t)(pend.nkeys + 1);
     return ++pend.nkeys;
 }
@@ -145,8 +146,8 @@ static size_t key_number(const char *key)
 static void event_names(pending_event_t *ev, const char *key)
 {
     size_t k = key_number(key);
-    if (pend.named[k - 1] == pend.nevents + 1) return;
-    pend.named[k - 1] = pend.nevents + 1;
+    if (pend.keys[k - 1].named == pend.nevents + 1) return;
+    pend.keys[k - 1].named = pend.nevents + 1;
     buf_printf(&ev->streams, ev->streams.len ? " %zu" : "%zu", k);
 }
 
@@ -168,7 +169,7 @@ static void pending_send(void)
     argv[argc++] = PUBLISH_SCRIPT;
     argv[argc++] = numkeys;
     for (size_t i = 0; i < pend.nkeys; i++)
-        argv[argc++] = pend.keys[i];
+        argv[argc++] = pend.keys[i].name;
     argv[argc++] = maxlen;
     argv[argc++] = window;
     argv[argc++] = ttl;

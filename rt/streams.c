@@ -848,7 +848,7 @@ static void on_subscribed(const char *channel, void *data)
 #define FANOUT_QUEUE_MAX 1024
 
 static uv_idle_t fan_idle; /* runs the slices left while any channel has events to write */
-static bool fan_idle_running, fan_idle_ready;
+static bool fan_idle_ready;
 static channel_t *active_head, *active_tail;
 
 static void fan_activate(channel_t *c)
@@ -967,10 +967,7 @@ static bool fan_slice(channel_t *c)
         return true;
     }
     fan_activate(c);
-    if (!fan_idle_running) {
-        uv_idle_start(&fan_idle, on_fan_idle);
-        fan_idle_running = true;
-    }
+    uv_idle_start(&fan_idle, on_fan_idle); /* nothing when it runs already */
     return true;
 }
 
@@ -988,7 +985,6 @@ static void on_fan_idle(uv_idle_t *h)
     }
     if (!active_head) {
         uv_idle_stop(&fan_idle);
-        fan_idle_running = false;
     }
 }
 
@@ -1140,7 +1136,7 @@ void streams_shutdown(void)
     if (fan_idle_ready) {
         uv_idle_stop(&fan_idle);
         uv_close((uv_handle_t *)&fan_idle, NULL);
-        fan_idle_running = fan_idle_ready = false;
+        fan_idle_ready = false;
     }
     free(table);
     table = NULL;

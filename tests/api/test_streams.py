@@ -1,5 +1,6 @@
 """Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
 fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
+import contextlib
 import socket
 import time
 
@@ -63,17 +64,26 @@ def test_user_stream_delivers_its_events_only():
         sb.no_event("chat-message", wait=0.5)
 
 
+@contextlib.contextmanager
+def user_streams(n):
+    """n user streams of a new user, open and listening: (its channel, the streams)."""
+    c, u = sign_up()
+    streams = [SSEStream(c, "/api/events/users/me/events") for _ in range(n)]
+    try:
+        assert all(s.status == 200 for s in streams)
+        time.sleep(0.3)
+        yield "user:%s" % u["id"], streams
+    finally:
+        for s in streams:
+            s.close()
+
+
 def test_one_channel_many_streams_get_every_event_once_in_order():
     """scripts/test sets STREAM_FANOUT_SLICE=1: an event reaches one stream per loop turn, so a
     burst of events to eight streams of one channel is written over many turns, each event
     waiting for the one before (rt/streams.c). Every stream still gets every event once, in
     publishing order, and streams that close meanwhile are left out of the walk."""
-    c, u = sign_up()
-    chan = "user:%s" % u["id"]
-    streams = [SSEStream(c, "/api/events/users/me/events") for _ in range(8)]
-    try:
-        assert all(s.status == 200 for s in streams)
-        time.sleep(0.3)
+    with user_streams(8) as (chan, streams):
         ids = [publish(chan, "chat-message", {"n": i}) for i in range(5)]
         streams[3].close()  # most likely while the walk is under way
         streams[6].close()
@@ -85,9 +95,6 @@ def test_one_channel_many_streams_get_every_event_once_in_order():
             assert [e["data"]["n"] for e in got] == list(range(10))
             assert [e["id"] for e in got] == ids
             s.no_event("chat-message", wait=0.2)
-    finally:
-        for s in streams:
-            s.close()
 
 
 PUBLISH_MANY = ("for i = 1, tonumber(ARGV[2]) do "
@@ -102,20 +109,12 @@ def test_burst_beyond_the_queue_bound_arrives_in_order():
     of one channel, written one stream per loop turn (STREAM_FANOUT_SLICE=1): past 1,024 queued
     events the channel is written at once instead of queueing more (rt/streams.c,
     FANOUT_QUEUE_MAX), and every stream still gets every event once, in order."""
-    c, u = sign_up()
-    chan = "user:%s" % u["id"]
-    streams = [SSEStream(c, "/api/events/users/me/events") for _ in range(4)]
-    try:
-        assert all(s.status == 200 for s in streams)
-        time.sleep(0.3)
+    with user_streams(4) as (chan, streams):
         redis_cli("EVAL", PUBLISH_MANY, 1, "events:" + chan, chan, 1500)
         for s in streams:
             got = [s.next("chat-message", timeout=20)["data"]["n"] for _ in range(1500)]
             assert got == list(range(1, 1501))
             s.no_event("chat-message", wait=0.2)
-    finally:
-        for s in streams:
-            s.close()
 
 
 def test_stream_closes_on_sign_out_of_its_session_only():
