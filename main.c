@@ -26,6 +26,7 @@
 #include "core/config.h"
 #include "core/http.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "db/db.h"
 #include "routes/routes.h"
 #include "rt/curlm.h"
@@ -208,6 +209,7 @@ static int supervise(int n)
             for (int i = 0; i < n; i++) {
                 if (pids[i] != pid) continue;
                 pids[i] = 0;
+                metrics_worker_restarts++; /* inherited by the replacement forked below */
                 if (WIFSIGNALED(status))
                     log_error("worker %d killed by signal %d; restarting", (int)pid,
                               WTERMSIG(status));

@@ -28,6 +28,8 @@ typedef struct hist {
     double sum;
 } hist_t;
 
+unsigned long metrics_worker_restarts;
+
 static series_t *series;
 static size_t nseries, capseries;
 static hist_t *hists;

@@ -5,7 +5,8 @@
  * must send "Authorization: Bearer <METRICS_TOKEN>" (401 otherwise). The figures are per worker
  * process (WORKERS > 1: each scrape reaches one of them; the outbox figures are global).
  * Process RSS and open files are read from /proc on the thread pool (no file I/O on the loop);
- * outbox depth and age come from one query.
+ * outbox depth and age come from one query. The worker's pid and the supervisor's count of
+ * replaced workers let a scraper (and tests/abuse/endings.py) tell that a worker died.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -108,6 +109,10 @@ static void on_outbox(http_req_t *req, db_result_t *r)
     gauge(&b, "coachd_offload_running", "Jobs (password hashing, image work) on the thread pool.",
           "gauge", running);
     gauge(&b, "coachd_offload_queued", "Jobs waiting for the thread pool.", "gauge", queued);
+    gauge(&b, "coachd_worker_restarts_total",
+          "Workers the supervisor had replaced (one died) before this worker started.", "counter",
+          (double)metrics_worker_restarts);
+    gauge(&b, "coachd_worker_pid", "Process id of this worker.", "gauge", (double)getpid());
     if (st->rss_bytes >= 0)
         gauge(&b, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge",
               (double)st->rss_bytes);
