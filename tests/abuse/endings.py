@@ -62,6 +62,7 @@ if API not in sys.path:
 
 KIB = 1024
 MIB = 1024 * 1024
+LINGER = 10  # core/http.c's LINGER_TIMEOUT_MS: how long a refused client is read after the answer
 DEADLINE = 2  # REQUEST_TIMEOUT_SECONDS and STREAM_WRITE_TIMEOUT_SECONDS of the coachd started here
 # A case's teardown must be done within this: a deadline (2 s), the 1-second ticks that check it,
 # and the answer's way out, with room for the ASan build on a busy machine.
@@ -473,9 +474,14 @@ class Conn:
 
     def end(self, how):
         """fin: close() (FIN; later writes of the server meet a reset); half: shutdown(SHUT_WR),
-        read to the server's end, close; rst: SO_LINGER 0, close (RST at once); hold: keep the
-        socket open and return it (the server must end it: a deadline)."""
+        read to the server's end, close; rst: SO_LINGER 0, close (RST at once); hold: send no
+        more, but read, and close once the server has closed (a client that stalls but hears the
+        answer); deaf: keep the socket open and never read (the server must end it alone). hold
+        and deaf return the socket, which the harness closes after its checks."""
+        if how == "deaf":
+            return self.s
         if how == "hold":
+            threading.Thread(target=self._close_on_eof, daemon=True).start()
             return self.s
         try:
             if how == "rst":
@@ -487,6 +493,24 @@ class Conn:
             pass
         self.s.close()
         return None
+
+    def _close_on_eof(self):
+        self.s.settimeout(1)
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                b = self.s.recv(64 * KIB)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            if not b:
+                break
+            self.got += b
+        try:
+            self.s.close()
+        except OSError:
+            pass
 
 
 def send_then_end(srv, data, offset, how, read_first=None, rcvbuf=None):
@@ -517,14 +541,23 @@ def offset_cases(prefix, build, marks, ci_marks, stall_marks=(), ci_stall=()):
     function of the request length)."""
     out = []
     for mark in marks:
-        for how in ENDS + (("hold",) if mark in stall_marks else ()):
+        stalls = ("hold", "deaf") if mark in stall_marks else ()
+        for how in ENDS + stalls:
             def run(h, mark=mark, how=how):
                 data = build(h.w)
                 off = marks[mark](data) if callable(marks[mark]) else marks[mark]
                 return send_then_end(h.srv, data, off, how)
-            name = "%s %s @%s" % (prefix, "stall" if how == "hold" else how, mark)
-            ci = (mark in ci_marks and how != "hold") or (how == "hold" and mark in ci_stall)
-            out.append(Case(name, run, ci=ci))
+            label = {"hold": "stall", "deaf": "stall deaf"}.get(how, how)
+            name = "%s %s @%s" % (prefix, label, mark)
+            ci = (mark in ci_marks and how in ENDS) or (how == "hold" and mark in ci_stall)
+            # The idle connection's deadline is IDLE_TIMEOUT (60 s, not configurable); a deaf
+            # client also waits out the lingering close (10 s) after the 408.
+            settle = SETTLE
+            if mark == "start":
+                settle = 70
+            elif how == "deaf":
+                settle = DEADLINE + LINGER + SETTLE
+            out.append(Case(name, run, ci=ci, settle=settle))
     return out
 
 
@@ -784,11 +817,12 @@ def build_table():
     def dl_noread(h):
         """Never reads, with a 4 KiB receive buffer: the server's write makes no progress and
         STREAM_WRITE_TIMEOUT_SECONDS must end the download."""
-        return send_then_end(h.srv, dl_req(h.w), None, "hold", rcvbuf=4096)
+        return send_then_end(h.srv, dl_req(h.w), None, "deaf", rcvbuf=4096)
     cases.append(Case("download never read (SO_RCVBUF 4 KiB), held", dl_noread, ci=True))
 
     def dl_reads_headers_then_stops(h):
-        return send_then_end(h.srv, dl_req(h.w), None, "hold", read_first=b"\r\n\r\n", rcvbuf=4096)
+        return send_then_end(h.srv, dl_req(h.w), None, "deaf", read_first=b"\r\n\r\n",
+                             rcvbuf=4096)
     cases.append(Case("download reads the headers then stops, held", dl_reads_headers_then_stops))
 
     # -- event streams ------------------------------------------------------------------------
@@ -846,7 +880,7 @@ def build_table():
                 if not replay:
                     time.sleep(0.5)  # subscribed
                     publish_many(chan, 1200, HISTORY_PAD)
-                return [c.end("hold")]
+                return [c.end("deaf")]
             cases.append(Case("%s never read (SO_RCVBUF 4 KiB)%s, held" % (
                 tag, "" if replay else " with 9 MiB of live events"), noread, ci=True))
 
@@ -864,7 +898,10 @@ def build_table():
         peak = base
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
-            peak = max(peak, Snapshot(h.srv, h.pid).rss)
+            try:
+                peak = max(peak, Snapshot(h.srv, h.pid).rss)
+            except OSError:
+                break  # the worker died: the checks report it
             time.sleep(0.05)
         per = (peak - base) / k
         h.note("replay burst: RSS +%.1f MiB for %d streams (%.2f MiB each; history %.1f MiB)"
@@ -921,14 +958,33 @@ class Harness:
             time.sleep(0.1)
         raise AssertionError("no worker answering")
 
-    def baseline(self):
-        self.pid = self.worker_ready()
-        self.asan = self.srv.asan()
-        # Let the pool, Redis and the thread pool settle, then take the smallest snapshot.
-        time.sleep(0.3)
-        self.base = Snapshot(self.srv, self.pid)
+    def baseline(self, tries=5):
+        for i in range(tries):
+            try:
+                self.pid = self.worker_ready()
+                self.asan = self.srv.asan()
+                # Let the pool, Redis and the thread pool settle, then take the snapshot.
+                time.sleep(0.3)
+                self.base = Snapshot(self.srv, self.pid)
+                # 0 unless an earlier case crashed a worker (that case failed then).
+                self.restarts = self.srv.metrics().get("coachd_worker_restarts_total")
+                if self.srv.worker() == self.pid:
+                    return
+            except (OSError, AssertionError, ValueError):
+                if i == tries - 1:
+                    raise
+            time.sleep(0.5)
         self.tol = rss_tolerance(self.asan)
         self.log_pos = self.srv.log_size()
+
+    def rebaseline(self, wait=3):
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            pid = self.srv.worker()
+            if pid and not Snapshot(self.srv, pid).clients:
+                break
+            time.sleep(0.1)
+        self.baseline()
 
     def warm_up(self, cases):
         """Runs cases once without checks, so pools and caches reach their working size, then
@@ -956,7 +1012,11 @@ class Harness:
             if pid != self.pid:
                 problems.append("worker %s replaced by %s" % (self.pid, pid))
                 break
-            snap = Snapshot(self.srv, pid)
+            try:
+                snap = Snapshot(self.srv, pid)
+            except OSError:  # the worker died meanwhile: the pid check says so next
+                time.sleep(0.2)
+                continue
             left = self.leftovers(snap)
             if not left:
                 break
@@ -972,8 +1032,9 @@ class Harness:
         if not any(p.startswith("worker") for p in problems):
             try:
                 restarts = self.srv.metrics().get("coachd_worker_restarts_total")
-                if restarts != 0:
-                    problems.append("coachd_worker_restarts_total = %s" % restarts)
+                if restarts != self.restarts:
+                    problems.append("coachd_worker_restarts_total = %s (was %s)" % (
+                        restarts, self.restarts))
             except Exception as e:  # the worker died just now
                 problems.append("/metrics: %s" % e)
         return problems, snap, log if hits else ""
@@ -981,10 +1042,13 @@ class Harness:
     def leftovers(self, snap):
         b = self.base
         left = []
-        if snap.clients:
-            left.append("%d accepted connection(s) still open" % len(snap.clients))
-        if snap.storage:
-            left.append("storage files open: %s" % ", ".join(sorted(set(snap.storage))[:3]))
+        # Relative to the baseline, which holds what an earlier failed case left (reported
+        # there once).
+        if len(snap.clients) > len(b.clients):
+            left.append("%d accepted connection(s) still open" % (len(snap.clients) - len(b.clients)))
+        new_files = sorted(set(snap.storage) - set(b.storage))
+        if new_files:
+            left.append("storage files open: %s" % ", ".join(new_files[:3]))
         if snap.other != b.other:
             left.append("descriptors %s, baseline %s" % (dict(sorted(snap.other.items())),
                                                          dict(sorted(b.other.items()))))
@@ -998,10 +1062,14 @@ class Harness:
 
     def run_case(self, case):
         """Runs one case; returns (ok, message)."""
+        late = None
+        if self.srv.worker() != self.pid:  # died after the previous case's checks
+            late = "worker %s died before this case began (after the previous case)" % self.pid
+            self.baseline()
         t0 = time.monotonic()
         self.notes = []
         held = []
-        problems = []
+        problems = [late] if late else []
         try:
             held = case.run(self) or []
         except AssertionError as e:
@@ -1025,9 +1093,12 @@ class Harness:
             self.baseline()
             if log:
                 problems.append("report:\n" + "\n".join(log.splitlines()[:40]))
-        elif problems and snap is not None:
-            problems.append("now: " + snap.describe())
-            problems.append("baseline: " + self.base.describe())
+        elif problems:
+            if snap is not None:
+                problems.append("now: " + snap.describe())
+                problems.append("baseline: " + self.base.describe())
+            # What this case left is reported once: the next cases are judged from here.
+            self.rebaseline()
         msg = "; ".join(self.notes)
         if problems:
             msg = (msg + "; " if msg else "") + "\n      ".join(problems)
@@ -1063,6 +1134,10 @@ def main():
     for var in ("DATABASE_URL", "REDIS_URL"):
         os.environ.setdefault("COACHD_" + var, os.environ.get(var, ""))
     t0 = time.monotonic()
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)  # stop coachd on the way out (finally below)
     srv.start()
     passed = failed = 0
     results = []

@@ -1,9 +1,12 @@
 """GET /metrics: Prometheus text format behind METRICS_TOKEN, never public by default. The output
 is checked by `promtool check metrics` (Debian's prometheus package) and by
 a checker of the text format here too (names, labels, TYPE before samples, histogram buckets)."""
+import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 import requests
@@ -80,11 +83,14 @@ def test_metrics_content_and_format(tmp_path):
         for name in ("coachd_db_pool_queued", "coachd_db_pool_reconnects_total", "coachd_redis_up",
                      "coachd_outbox_depth", "coachd_outbox_oldest_age_seconds",
                      "coachd_streams_open", "coachd_offload_queued", "coachd_offload_running",
-                     "process_resident_memory_bytes", "process_open_fds"):
+                     "process_resident_memory_bytes", "process_open_fds",
+                     "coachd_worker_restarts_total", "coachd_worker_pid"):
             assert name in samples, name
         assert samples["coachd_redis_up"][0][1] == 1
         assert samples["process_resident_memory_bytes"][0][1] > 1e6
         assert samples["process_open_fds"][0][1] > 3
+        assert types["coachd_worker_restarts_total"] == "counter"
+        assert samples["coachd_worker_restarts_total"][0][1] == 0
         pool = dict(samples["coachd_db_pool_connections"])
         assert pool['{state="idle"}'] + pool['{state="busy"}'] >= 1
         # promtool comes with Debian's prometheus package (scripts/lib/deps.sh).
@@ -105,3 +111,51 @@ def test_metrics_streams_and_pool_move():
             assert s.status_code == 200
             after = parse(requests.get(base + "/metrics", headers=h, timeout=10).text)[0]
         assert after["coachd_streams_open"][0][1] == before["coachd_streams_open"][0][1] + 1
+
+
+def test_metrics_count_replaced_workers():
+    """A worker killed with SIGKILL is replaced by the supervisor; the replacement reports one
+    restart and its own pid (what tests/abuse/endings.py checks after every case)."""
+    h = {"Authorization": "Bearer " + TOKEN}
+
+    def scrape(base):
+        s = parse(requests.get(base + "/metrics", headers=h, timeout=10).text)[0]
+        return int(s["coachd_worker_pid"][0][1]), s["coachd_worker_restarts_total"][0][1]
+
+    with second_coachd(METRICS_TOKEN=TOKEN) as base:
+        pid, restarts = scrape(base)
+        assert restarts == 0
+        # The pid is a coachd process whose parent is a coachd too (the supervisor), and not
+        # this test's server (kill it, and the rest of the suite fails).
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            assert f.read().split(b"\0")[0].endswith(b"coachd"), pid
+        with open("/proc/%d/stat" % pid) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open("/proc/%d/cmdline" % ppid, "rb") as f:
+            assert f.read().split(b"\0")[0].endswith(b"coachd"), ppid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                now = scrape(base)
+                if now[0] != pid:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "no replacement worker within 15 s"
+            time.sleep(0.1)
+        assert now[1] == 1, now
+        assert os.path.exists("/proc/%d" % now[0])
+        # The count is the supervisor's: it grows with each replacement.
+        os.kill(now[0], signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                again = scrape(base)
+                if again[0] != now[0]:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "no second replacement within 15 s"
+            time.sleep(0.1)
+        assert again[1] == 2, again
