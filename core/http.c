@@ -833,7 +833,7 @@ void http_stream_close(http_req_t *req)
     http_conn_t *c = req->conn;
     if (!c) return;
     req->on_gone = NULL;
-    /* Let queued chunks drain, then close: a shutdown after the writes does exactly that. */
+    /* What the kernel holds still goes out; what is queued in libuv is dropped (http.h). */
     conn_close(c);
 }
 

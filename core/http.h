@@ -235,7 +235,9 @@ size_t http_stream_pending(const http_req_t *req);
  * (60) is closed from the loop and its on_gone runs, so a client that reads nothing holds
  * nothing for long. */
 void http_stream_on_drain(http_req_t *req, size_t low_water, http_req_cb cb);
-/* Ends the stream and closes the connection. on_gone is not called. */
+/* Ends the stream and closes the connection. on_gone is not called. Bytes still queued in the
+ * server (http_stream_pending) are dropped: an owner that must deliver them all (a download)
+ * waits for http_stream_on_drain(req, 0, ...) first. */
 void http_stream_close(http_req_t *req);
 
 /* Monotonic clock in ns, and the loop the server runs on. */
