@@ -825,7 +825,7 @@ static void load_on_result(db_result_t *r, void *data)
         } else if (!shaped) {
             log_error("req %s: grouped chat access read returned %d rows for %d posts", req->id,
                       db_nrows(r), g->n);
-            http_reply_error(req, 503, "SERVICE_UNAVAILABLE", "Please retry");
+            http_reply_error(req, 503, "UNAVAILABLE", "Please retry");
         } else {
             post_loaded_row(req, r, db_nrows(r) == 0 ? 0 : i);
         }

@@ -33,6 +33,15 @@ def oa_path(pattern):
     return re.sub(r":(\w+)", r"{\1}", pattern)
 
 
+def error_codes():
+    """The codes of docs/api.md's table of error codes (section "Errors"), in its order: the
+    only codes the API answers (tests/api/test_error_codes.py holds the sources to it)."""
+    text = open(os.path.join(ROOT, "docs", "api.md"), encoding="utf-8").read()
+    section = text[text.index("## Errors"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.findall(r"^ *\| `([A-Z][A-Z0-9_]*)` \|", section, re.M)
+
+
 ERROR = {
     "type": "object",
     "required": ["error"],
@@ -41,7 +50,8 @@ ERROR = {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+                "code": {"type": "string", "enum": error_codes(),
+                         "description": "docs/api.md, \"Errors\", says when each is answered"},
                 "message": {"type": "string"},
                 "details": {"type": "array", "items": {
                     "type": "object", "required": ["field", "message"],
