@@ -204,6 +204,24 @@ DETAILS = {
         "security": [{"metricsToken": []}],
         "responses": {"200": {"description": "Prometheus text format 0.0.4",
                               "content": {"text/plain": {"schema": {"type": "string"}}}}}},
+    ("post", "/api/files/presign"): {
+        "summary": "A presigned PUT URL for a new storage key (then PUT the bytes, then register)",
+        "requestBody": body({"filename": "string", "mimeType": "string", "sizeBytes": "integer",
+                             "prefix": "string"}, ["filename", "mimeType", "sizeBytes"]),
+        "responses": ok({"type": "object", "required": ["data"], "properties": {"data": {
+            "type": "object",
+            "required": ["presignedUrl", "storageKey", "expiresIn", "uploadHeaders"],
+            "properties": {
+                "presignedUrl": {"type": "string"}, "storageKey": {"type": "string"},
+                "expiresIn": {"type": "integer"},
+                "uploadHeaders": {
+                    "description": "The headers the PUT to presignedUrl must send, exactly as "
+                                   "given: Content-Type, and If-None-Match: * on the s3 driver "
+                                   "(S3 then refuses to overwrite the object)",
+                    "type": "object", "required": ["Content-Type"],
+                    "properties": {"Content-Type": {"type": "string"},
+                                   "If-None-Match": {"const": "*"}},
+                    "additionalProperties": False}}}}})},
     ("get", "/api/openapi.json"): {
         "summary": "This document",
         "responses": ok({"type": "object", "required": ["openapi", "paths"],
