@@ -968,14 +968,14 @@ class Harness:
                 self.base = Snapshot(self.srv, self.pid)
                 # 0 unless an earlier case crashed a worker (that case failed then).
                 self.restarts = self.srv.metrics().get("coachd_worker_restarts_total")
+                self.tol = rss_tolerance(self.asan)
                 if self.srv.worker() == self.pid:
                     return
             except (OSError, AssertionError, ValueError):
                 if i == tries - 1:
                     raise
             time.sleep(0.5)
-        self.tol = rss_tolerance(self.asan)
-        self.log_pos = self.srv.log_size()
+        # log_pos is not moved here: a report written meanwhile goes to the next case's checks.
 
     def rebaseline(self, wait=3):
         deadline = time.monotonic() + wait
