@@ -142,7 +142,7 @@ class Coachd:
 
     def start(self):
         import requests
-        self.log = open(self.log_path, "ab")
+        self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([self.binary, "serve"], env=self.env, stdout=self.log,
                                      stderr=self.log)
         deadline = time.monotonic() + 30
@@ -211,7 +211,7 @@ class Coachd:
         return "libasan" in maps or "libclang_rt.asan" in maps
 
 
-SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|"
+SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer)|runtime error:|"
                        r"worker \d+ (killed by signal|exited \(status)")
 
 
@@ -479,6 +479,7 @@ class Conn:
         answer); deaf: keep the socket open and never read (the server must end it alone). hold
         and deaf return the socket, which the harness closes after its checks."""
         if how == "deaf":
+            self.wait_answer()
             return self.s
         if how == "hold":
             threading.Thread(target=self._close_on_eof, daemon=True).start()
@@ -493,6 +494,21 @@ class Conn:
             pass
         self.s.close()
         return None
+
+    def wait_answer(self, timeout=5):
+        """Waits, without reading, until the server's answer has begun to arrive: the worker
+        has taken the connection, so what the checks see is its doing."""
+        import fcntl
+        import termios
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                n = struct.unpack("i", fcntl.ioctl(self.s.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+            except OSError:
+                return
+            if n > 0:
+                return
+            time.sleep(0.02)
 
     def _close_on_eof(self):
         self.s.settimeout(1)
@@ -648,9 +664,11 @@ def build_table():
     # -- chunked upload -------------------------------------------------------------------------
     def chunked_req(size, tail):
         def build(w):
-            body, _ = multipart(size)
-            # the file data in one chunk, the rest (closing boundary) in another
-            return upload_head(w, chunked=True) + chunk(body[:-40]) + tail(body[-40:])
+            body, marks = multipart(size)
+            # The part's head and the file data in one chunk, the file still open (the writer
+            # busy), then the malformed chunk line; tail() gets the rest of the body.
+            cut = marks["file-end"]
+            return upload_head(w, chunked=True) + chunk(body[:cut]) + tail(body[cut:])
         return build
 
     MALFORMED = {
@@ -663,8 +681,10 @@ def build_table():
     }
     for size in (512 * KIB, 1 * MIB, 2 * MIB, 5 * MIB):
         for mname, tail in MALFORMED.items():
-            ci = size == 1 * MIB and mname in ("ZZZZ", "overflow")
-            for how in ("fin", "hold") if mname != "short-data" else ("fin", "hold"):
+            # The writer is behind (and the use-after-free of a resumed request showed) once
+            # the first chunk is a few MiB.
+            ci = (size == 5 * MIB and mname == "ZZZZ") or (size == 1 * MIB and mname == "overflow")
+            for how in ("fin", "hold"):
                 def run(h, size=size, tail=tail, how=how):
                     c = Conn(h.srv)
                     c.send(chunked_req(size, tail)(h.w))
@@ -676,17 +696,18 @@ def build_table():
                     ci=ci and (how == "fin" or mname == "ZZZZ")))
 
     def chunked_burst(h):
-        """The report's shape: 4 threads x 6 requests, ZZZZ after a 1 MiB chunk."""
+        """The report's shape: 4 threads x 6 requests, ZZZZ after chunks of 0.5 to 5 MiB."""
         def one():
-            for _ in range(6):
+            for size in (512 * KIB, 1 * MIB, 2 * MIB, 3 * MIB, 4 * MIB, 5 * MIB):
                 c = Conn(h.srv)
-                c.send(chunked_req(1 * MIB, MALFORMED["ZZZZ"])(h.w))
+                c.send(chunked_req(size, MALFORMED["ZZZZ"])(h.w))
                 c.read(until=b"\r\n\r\n", timeout=5)
                 c.end("fin")
         ts = [threading.Thread(target=one) for _ in range(4)]
         [t.start() for t in ts]
         [t.join() for t in ts]
-    cases.append(Case("upload-chunked ZZZZ after 1024 KiB x24 in 4 threads", chunked_burst, ci=True))
+    cases.append(Case("upload-chunked ZZZZ after 0.5-5 MiB x24 in 4 threads", chunked_burst,
+                      ci=True))
 
     def chunked_ok(h):
         body, _ = multipart(700 * KIB)
@@ -894,6 +915,7 @@ def build_table():
             path, _, first = streams(h.w)["user" if i % 2 else "mentorship"]
             c = Conn(h.srv, rcvbuf=4096)
             c.send(get_head(h.w, path, first))
+            c.wait_answer()
             held.append(c.s)
         peak = base
         end = time.monotonic() + 1.5
@@ -1007,6 +1029,7 @@ class Harness:
         problems = []
         deadline = time.monotonic() + settle
         snap = None
+        clean_once = False
         while True:
             pid = self.srv.worker()
             if pid != self.pid:
@@ -1018,8 +1041,15 @@ class Harness:
                 time.sleep(0.2)
                 continue
             left = self.leftovers(snap)
+            if not left and not clean_once:
+                # Clean twice, 0.15 s apart: an ending the worker has not yet seen (a
+                # connection still in the backlog) must not pass for one it has handled.
+                clean_once = True
+                time.sleep(0.15)
+                continue
             if not left:
                 break
+            clean_once = False
             if time.monotonic() > deadline:
                 problems += left
                 break
@@ -1088,6 +1118,10 @@ class Harness:
                         pass
                     s.close()
         dt = time.monotonic() - t0
+        if not problems and snap is not None:
+            # glibc keeps freed small blocks for reuse: the high-water mark of a clean case is
+            # the worker's working size, and a leak shows as growth past it.
+            self.base.rss = max(self.base.rss, snap.rss)
         if any(p.startswith("worker") or "restarts" in p or "/metrics" in p for p in problems):
             # A crash: report it, then go on against the replacement.
             self.baseline()
@@ -1105,6 +1139,13 @@ class Harness:
         return not problems, "%.1fs %s" % (dt, msg)
 
 
+def warm_up_cases(cases):
+    """The controls and the single receivers that never read: what brings the heap to its
+    working size (the replay burst is left out: it is the measure of memory per replay)."""
+    return [c for c in cases if "control" in c.name or
+            ("never read" in c.name and "x8" not in c.name)]
+
+
 def select(table, which, match=None):
     cases = [c for c in build_table() if which == "full" or c.ci]
     if match:
@@ -1117,10 +1158,12 @@ def main():
     ap.add_argument("--table", choices=("ci", "full"), default="full")
     ap.add_argument("--match", help="only cases whose name contains this")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each case this many times (a leak grows, a cache does not)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--workdir", help="folder for coachd's storage and log (default: a temporary one)")
     args = ap.parse_args()
-    cases = select(None, args.table, args.match)
+    cases = [c for c in select(None, args.table, args.match) for _ in range(args.repeat)]
     if args.list:
         for c in cases:
             print(c.name)
@@ -1141,10 +1184,11 @@ def main():
     srv.start()
     passed = failed = 0
     results = []
+    h = None
     try:
         w = World(srv)
         h = Harness(srv, w)
-        h.warm_up([c for c in build_table() if "control" in c.name])
+        h.warm_up(warm_up_cases(build_table()))
         print("coachd %s, worker %d%s; baseline: %s" % (
             srv.binary, h.pid, " (ASan)" if h.asan else "", h.base.describe()), flush=True)
         for c in cases:
@@ -1159,9 +1203,10 @@ def main():
         rc = srv.stop()
         tail = srv.log_text()
         print("coachd exit status %s; log: %s" % (rc, srv.log_path))
-    if rc != 0 or SANITIZER.search(tail or ""):
+    if rc != 0 or SANITIZER.search(srv.log_text(h.log_pos) if h else tail):
         failed += 1
-        print("FAIL coachd shutdown/exit report (status %s):\n%s" % (rc, tail[-3000:]))
+        print("FAIL coachd exit (status %s; a report after the last case):\n%s" % (
+            rc, tail[-3000:]))
     else:
         passed += 1
     if args.json:

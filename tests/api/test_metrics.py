@@ -123,7 +123,7 @@ def test_metrics_count_replaced_workers():
         s = parse(requests.get(base + "/metrics", headers=h, timeout=10).text)[0]
         return int(s["coachd_worker_pid"][0][1]), s["coachd_worker_restarts_total"][0][1]
 
-    with second_coachd(METRICS_TOKEN=TOKEN) as base:
+    with second_coachd(METRICS_TOKEN=TOKEN, allow_worker_death=True) as base:
         pid, restarts = scrape(base)
         assert restarts == 0
         # The pid is a coachd process whose parent is a coachd too (the supervisor), and not
