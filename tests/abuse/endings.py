@@ -131,6 +131,9 @@ class Coachd:
             REQUEST_TIMEOUT_SECONDS=str(DEADLINE), STREAM_WRITE_TIMEOUT_SECONDS=str(DEADLINE),
             METRICS_TOKEN=self.token, MAX_CONNECTIONS_PER_IP="0", RATE_LIMITER_ENABLED="false",
             AUTH_RATE_LIMIT_POINTS="0", LOG_LEVEL="warn",
+            # The janitor's directory walks would show up as open storage files; what is left
+            # in .tmp is this harness's to find.
+            STORAGE_JANITOR_INTERVAL_SECONDS="86400",
             # Large blocks always from mmap and given back at free: VmRSS then follows what the
             # worker holds, not what glibc keeps cached (no effect on the ASan build's allocator).
             MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
@@ -941,16 +944,20 @@ def build_table():
 
 
 def rss_tolerance(asan):
-    """How far VmRSS may stay above the baseline after a case. Normal build: 8 MiB. With the
-    malloc settings above, blocks of 128 KiB and more are mapped and unmapped, so what remains is
-    small-block fragmentation of glibc's heap and thread-pool arenas (measured: at most ~2 MiB
-    over the whole table on the fixed build); one leaked upload writer (2 x 256 KiB buffers) per
-    case adds up past 8 MiB within a table. ASan build: not checked (None): its quarantine keeps
-    up to 256 MiB of freed memory resident; leaks are LeakSanitizer's at exit there."""
+    """How far VmRSS may rise past the high-water mark of the clean cases before it. Normal
+    build: 24 MiB. With the malloc settings above, blocks of 128 KiB and more are mapped and
+    unmapped, so what stays is glibc keeping freed small blocks for reuse: a replay of the 8 MiB
+    history (1,000 events of 8 KiB, each its own allocations) left the heap up to 15 MiB above its
+    earlier high-water mark on the fixed build, once, and not again when repeated (--repeat). A
+    case that keeps what it streamed (a download, a replay, the buffers of a writer per request
+    of a burst) passes 24 MiB; smaller leaks are the descriptors' and .tmp checks' (each leaked
+    writer holds a descriptor and a file) and LeakSanitizer's. ASan build: not checked (None):
+    its quarantine keeps up to 256 MiB of freed memory resident, and LeakSanitizer reports leaks
+    at exit instead."""
     env = os.environ.get("ENDINGS_RSS_TOLERANCE_MIB")
     if env:
         return float(env) * MIB
-    return None if asan else 8 * MIB
+    return None if asan else 24 * MIB
 
 
 class Harness:
