@@ -93,6 +93,8 @@ struct http_conn {
     size_t head_bytes;
     size_t linger_bytes;
     size_t stream_pending;
+    size_t drain_low;     /* http_stream_on_drain: call drain_cb at or below this */
+    http_req_cb drain_cb; /* NULL: nobody waits */
     int writes_in_flight;
     uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
@@ -346,6 +348,17 @@ static char *build_head(http_req_t *req, int status, const char *ctype, long lon
 
 /* ---- writing ---- */
 
+/* A stream's owner waits for its unflushed bytes to fall (http_stream_on_drain). */
+static void stream_drained(http_conn_t *c)
+{
+    if (!c->drain_cb || c->broken || c->state != CONN_STREAMING || !c->req ||
+        c->stream_pending > c->drain_low)
+        return;
+    http_req_cb cb = c->drain_cb;
+    c->drain_cb = NULL;
+    cb(c->req);
+}
+
 static void on_write_done(uv_write_t *w, int status)
 {
     write_req_t *wr = container_of(w, write_req_t, w);
@@ -357,6 +370,7 @@ static void on_write_done(uv_write_t *w, int status)
     }
     free(wr->copy);
     bool ends = wr->ends_response;
+    bool stream = wr->sb != NULL;
     free(wr);
     if (c->state == CONN_CLOSING) return;
     if (status < 0) {
@@ -364,6 +378,7 @@ static void on_write_done(uv_write_t *w, int status)
         return;
     }
     if (ends) conn_finish_request(c);
+    if (stream) stream_drained(c);
 }
 
 /* A write failed. The connection is closed from its timer on the next turn of the loop, never
@@ -745,6 +760,17 @@ static void req_release_head(http_req_t *req)
 size_t http_stream_pending(const http_req_t *req)
 {
     return req->conn ? req->conn->stream_pending : 0;
+}
+
+void http_stream_on_drain(http_req_t *req, size_t low_water, http_req_cb cb)
+{
+    http_conn_t *c = req->conn;
+    if (!c || c->state != CONN_STREAMING) return;
+    c->drain_cb = cb;
+    c->drain_low = low_water;
+    /* Already drained: from the connection's timer on the next loop turn, never inside this
+     * call (the caller is in the middle of its own work). */
+    if (cb && c->stream_pending <= low_water) uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
 void http_stream_close(http_req_t *req)
@@ -1335,6 +1361,7 @@ static void on_timer(uv_timer_t *t)
         return;
     case CONN_STREAMING:
         if (c->req && c->req->release_head) req_release_head(c->req);
+        stream_drained(c);
         return;
     default:
         return;

@@ -213,6 +213,11 @@ void http_stream_sndbuf(http_req_t *req, int bytes);
 void http_stream_release_head(http_req_t *req);
 /* Bytes written to the stream but not yet flushed to the socket. */
 size_t http_stream_pending(const http_req_t *req);
+/* Calls cb(req) once, from the loop, when the stream's unflushed bytes have fallen to
+ * low_water or below after a write completed (or at once on the next loop turn if they
+ * already are). One-shot: set it again to wait again. cb NULL cancels. Never runs after
+ * the request is gone or the stream closed. */
+void http_stream_on_drain(http_req_t *req, size_t low_water, http_req_cb cb);
 /* Ends the stream and closes the connection. on_gone is not called. */
 void http_stream_close(http_req_t *req);
 
