@@ -1,0 +1,135 @@
+"""What a worker holds for Last-Event-ID replays is bounded (docs/security.md, "Streams"): a
+replay writes while the stream's queue is below its high water and waits for the client to
+drain it, streams resuming from the same place share one encoding of each entry, and the history
+a worker holds unsent stays within REPLAY_MEMORY_MAX however many streams replay and whether
+their clients read or not. Before, each stream encoded its own copy of every entry and queued up
+to 16 MiB of it at once: 20 streams of one user that read nothing held hundreds of MB."""
+import concurrent.futures
+import re
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+import requests
+
+from chat_fixtures import Chat
+from helpers import RedisSub, second_coachd
+
+TOKEN = "replay-metrics-0123456789"
+CAP = 2 * 1024 * 1024
+MESSAGES = 300
+BODY = "€" * 3995  # with a 5-character prefix: 4,000 characters, ~12 KB per event
+
+
+def metric(base, name):
+    text = requests.get(base + "/metrics", headers={"Authorization": "Bearer " + TOKEN},
+                        timeout=10).text
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    assert m, "%s is not in /metrics" % name
+    return float(m.group(1))
+
+
+class RawStream:
+    """A user stream on a socket with a small receive window, so what the client does not read
+    stays on the server; read_until() parses the SSE events once the test starts reading."""
+
+    def __init__(self, base, token, last_event_id):
+        u = urlsplit(base)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect
+        self.sock.connect((u.hostname, u.port))
+        self.sock.settimeout(60)
+        self.sock.sendall(("GET /api/events/users/me/events HTTP/1.1\r\nHost: x\r\n"
+                           "Accept: text/event-stream\r\nLast-Event-ID: %s\r\n"
+                           "Cookie: auth.session_token=%s\r\n\r\n"
+                           % (last_event_id, token)).encode())
+        self.buf = b""
+        self.events = []  # (event, id, data)
+
+    def read_until(self, count, deadline):
+        """Reads until `count` chat-message events arrived (or the deadline, or the close)."""
+        head_done = False
+        while time.monotonic() < deadline:
+            if not head_done and b"\r\n\r\n" in self.buf:
+                head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+                assert head.startswith(b"HTTP/1.1 200"), head[:200]
+                head_done = True
+            while head_done and b"\n\n" in self.buf:
+                block, self.buf = self.buf.split(b"\n\n", 1)
+                fields = {}
+                for line in block.decode("utf-8").split("\n"):
+                    k, _, v = line.partition(": ")
+                    fields[k] = v
+                if "event" in fields:
+                    self.events.append((fields["event"], fields.get("id"), fields.get("data")))
+            if sum(1 for e in self.events if e[0] == "chat-message") >= count:
+                return
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return
+            self.buf += chunk
+
+    def close(self):
+        self.sock.close()
+
+
+def test_replays_stay_within_the_worker_cap_and_deliver_everything_once_read():
+    chat = Chat()
+    coach = chat.c("Coach")
+    uid = chat.uid("Coach")
+    with RedisSub("user:%s" % uid) as sub:
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda i: chat.post("Coach", "%04d " % i + BODY), range(MESSAGES)))
+        posted = [sub.next("chat-message") for _ in range(MESSAGES)]
+    # (history id, body) in the channel's order
+    posted = [(e["id"], e["data"]["body"]) for e in posted]
+    assert len({i for i, _ in posted}) == MESSAGES
+
+    # Four streams resume from the start (they can share pages), four from positions of their
+    # own (each needs its own reads): far more than 2 MiB if each held its history.
+    starts = ["0-1"] * 4 + [posted[40 * k][0] for k in range(1, 5)]
+    with second_coachd(METRICS_TOKEN=TOKEN, REPLAY_MEMORY_MAX=CAP) as base:
+        streams = [RawStream(base, coach.session_token, p) for p in starts]
+        try:
+            peak = waiting = 0
+            t_end = time.monotonic() + 4
+            while time.monotonic() < t_end:  # nobody reads meanwhile
+                peak = max(peak, metric(base, "coachd_replay_pending_bytes"))
+                waiting = max(waiting, metric(base, "coachd_replay_waiting_streams"))
+                time.sleep(0.05)
+            assert peak <= CAP, "the worker held %d bytes of history (cap %d)" % (peak, CAP)
+            assert peak > 512 * 1024, peak  # the replays did run while nobody read
+            assert waiting >= 1, "no replay ever waited for memory"
+
+            # Now every client reads: each stream gets every message after its position, in
+            # the channel's order, once.
+            ids = [i for i, _ in posted]
+            skips = [0 if p == "0-1" else ids.index(p) + 1 for p in starts]
+            deadline = time.monotonic() + 90
+            threads = []
+            for s, skip in zip(streams, skips):
+                t = threading.Thread(target=s.read_until, args=(MESSAGES - skip, deadline),
+                                     daemon=True)
+                t.start()
+                threads.append(t)
+            while any(t.is_alive() for t in threads):
+                peak = max(peak, metric(base, "coachd_replay_pending_bytes"))
+                time.sleep(0.05)
+            assert peak <= CAP, "the worker held %d bytes of history (cap %d)" % (peak, CAP)
+            for s, p, skip in zip(streams, starts, skips):
+                got = [(i, d) for ev, i, d in s.events if ev == "chat-message"]
+                assert len(got) == MESSAGES - skip, (p, len(got))
+                assert [i for i, _ in got] == [i for i, _ in posted[skip:]], p
+                assert [re.search(r'"body":"(\d{4}) ', d).group(1) for _, d in got] == \
+                    [b[:4] for _, b in posted[skip:]], p
+                assert not [e for e in s.events if e[0] == "reset"], p
+            # Flushed everywhere: the worker holds nothing for replays any more.
+            t_end = time.monotonic() + 3
+            while metric(base, "coachd_replay_pending_bytes") > 0 and time.monotonic() < t_end:
+                time.sleep(0.1)
+            assert metric(base, "coachd_replay_pending_bytes") == 0
+            assert metric(base, "coachd_replay_waiting_streams") == 0
+        finally:
+            for s in streams:
+                s.close()
