@@ -509,6 +509,13 @@ static int event_id_fmt(char *out, size_t n, event_id_t id)
     return snprintf(out, n, "%llu-%llu", (unsigned long long)id.ms, (unsigned long long)id.seq);
 }
 
+/* The id just before id: a position from which id is new. */
+static event_id_t event_id_before(event_id_t id)
+{
+    if (id.seq > 0) return (event_id_t){id.ms, id.seq - 1};
+    return (event_id_t){id.ms > 0 ? id.ms - 1 : 0, id.ms > 0 ? UINT64_MAX : 0};
+}
+
 /* True when the event with this id is new for the stream (past its position). */
 static bool stream_is_new(const stream_t *s, event_id_t id)
 {
@@ -806,6 +813,9 @@ static void hold(stream_t *s, sbuf_t *sb, event_id_t id)
         if (!s->reread)
             log_info("stream: too many events during a replay, reading the history again user=%s",
                      s->user_id);
+        /* A stream without a position (its first read in flight) would start at the newest id:
+         * it resumes from just before the first event it drops instead. */
+        if (!s->pos_known) stream_advance(s, event_id_before(s->nheld > 0 ? s->held[0].id : id));
         held_drop(s);
         s->reread = true;
         return;
@@ -891,16 +901,23 @@ static void page_join(stream_t *s, page_t *p)
     replay_step(s);
 }
 
-/* A page of s's channel that gives the history after s's position: one read from exactly
- * there (being read or not), or a read one from before it with entries after it. */
+/* A page of s's channel that gives the history after s's position: one being read from exactly
+ * there, one read from there or before with entries after it, or one read from exactly there
+ * since s's sync began (the end of the history). */
 static page_t *page_find(const stream_t *s)
 {
     for (page_t *p = s->subs[0].chan->pages; p; p = p->next) {
-        if (!p->after_known || (!p->loading && p->status != PAGE_OK)) continue;
+        if (!p->after_known) continue;
         int cmp = event_id_cmp(p->after, s->pos);
-        if (cmp == 0) return p;
-        if (p->loading || cmp > 0 || p->n == 0) continue;
-        if (event_id_cmp(s->pos, p->e[p->n - 1].id) < 0) return p;
+        if (p->loading) {
+            if (cmp == 0) return p;
+            continue;
+        }
+        if (p->status != PAGE_OK || cmp > 0) continue;
+        /* Entries after the position, or the end of the history if read since s began. */
+        if ((p->n > 0 && event_id_cmp(s->pos, p->e[p->n - 1].id) < 0) ||
+            (cmp == 0 && p->seq > s->since))
+            return p;
     }
     return NULL;
 }

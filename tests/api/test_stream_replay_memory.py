@@ -133,3 +133,47 @@ def test_replays_stay_within_the_worker_cap_and_deliver_everything_once_read():
         finally:
             for s in streams:
                 s.close()
+
+
+def test_live_events_during_a_paused_replay_stay_bounded_and_arrive_once():
+    """A replay paused on a client that does not read holds the live events arriving meanwhile
+    up to 1 MiB per stream; past that it lets go of them and reads them from the history after
+    the replay. The client still gets every event once, in order, without a reset."""
+    chat = Chat()
+    coach = chat.c("Coach")
+    uid = chat.uid("Coach")
+
+    def post(n, tag):
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda i: chat.post("Coach", "%s%03d " % (tag, i) + BODY[:3994]),
+                        range(n)))
+
+    with RedisSub("user:%s" % uid) as sub:
+        post(120, "h")  # ~1.4 MB of history: more than a replay writes before it waits
+        with second_coachd(METRICS_TOKEN=TOKEN, REPLAY_MEMORY_MAX=CAP) as base:
+            s = RawStream(base, coach.session_token, "0-1")
+            try:
+                time.sleep(1)  # the replay has written its high water and waits
+                held = []
+                poster = threading.Thread(target=post, args=(150, "l"))  # ~1.8 MB live
+                poster.start()
+                while poster.is_alive():
+                    held.append(metric(base, "coachd_replay_held_bytes"))
+                    time.sleep(0.05)
+                poster.join()
+                posted = [sub.next("chat-message") for _ in range(270)]
+                assert max(held) > 0, "no live event was held during the replay"
+                assert max(held) <= 1024 * 1024, max(held)
+                s.read_until(270, time.monotonic() + 60)
+                got = [(i, d) for ev, i, d in s.events if ev == "chat-message"]
+                assert [i for i, _ in got] == [e["id"] for e in posted]
+                assert [re.search(r'"body":"(\w\d{3}) ', d).group(1) for _, d in got] == \
+                    [e["data"]["body"][:4] for e in posted]
+                assert not [e for e in s.events if e[0] == "reset"]
+                # The replay ends once the held events the history already gave are dropped.
+                t_end = time.monotonic() + 3
+                while metric(base, "coachd_replay_held_bytes") > 0 and time.monotonic() < t_end:
+                    time.sleep(0.1)
+                assert metric(base, "coachd_replay_held_bytes") == 0
+            finally:
+                s.close()
