@@ -85,7 +85,7 @@ def test_huge_content_length_is_refused_on_every_path():
 
 
 def test_killed_worker_is_replaced_within_a_second():
-    with second_coachd(WORKERS=1) as base:
+    with second_coachd(WORKERS=1, allow_worker_death=True) as base:
         old = worker_pid(base)
         os.kill(old, signal.SIGKILL)
         t0 = time.monotonic()
