@@ -702,6 +702,7 @@ static size_t held_total;      /* bytes held by syncing streams (shared buffers,
 static uint64_t page_seq;
 static stream_t *rq_head, *rq_tail; /* replay_queue: streams waiting to read, oldest first */
 static size_t rq_blocked;           /* streams in it waiting for memory */
+#define RQ_SCAN_WAITING 256
 static uv_idle_t rq_idle;
 static bool rq_idle_ready;
 
@@ -1090,11 +1091,16 @@ static void on_rq_idle(uv_idle_t *h)
 {
     uv_idle_stop(h);
     bool blocked = false;
+    size_t after_blocked = 0;
     stream_t *s = rq_head, *stop = rq_tail;
-    while (s) {
+    /* Past the first read that waits, only pages that exist can be taken: a look at the next
+     * RQ_SCAN_WAITING streams is enough (a reconnect storm may queue thousands, and the runner
+     * goes again whenever memory is freed). */
+    while (s && after_blocked < RQ_SCAN_WAITING) {
         stream_t *next = s->rq_next; /* writing to s may close s, never another stream */
         bool last = s == stop;
         replay_fetch(s, &blocked);
+        if (blocked) after_blocked++;
         if (last) break;
         s = next;
     }

@@ -177,3 +177,41 @@ def test_live_events_during_a_paused_replay_stay_bounded_and_arrive_once():
                 assert metric(base, "coachd_replay_held_bytes") == 0
             finally:
                 s.close()
+
+
+def test_a_replay_waiting_for_memory_goes_on_once_streams_that_never_read_are_closed():
+    """Three streams that never read take the worker's whole replay budget; a fourth, whose
+    client reads, waits for memory, and gets its replay once core/http's write deadline
+    (STREAM_WRITE_TIMEOUT_SECONDS=2 here) has closed the others: nobody waits forever."""
+    chat = Chat()
+    coach = chat.c("Coach")
+    uid = chat.uid("Coach")
+    n = 200
+    with RedisSub("user:%s" % uid) as sub:
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda i: chat.post("Coach", "%04d " % i + BODY), range(n)))
+        posted = [(e["id"], e["data"]["body"]) for e in
+                  (sub.next("chat-message") for _ in range(n))]
+    with second_coachd(METRICS_TOKEN=TOKEN, REPLAY_MEMORY_MAX=CAP,
+                       STREAM_WRITE_TIMEOUT_SECONDS=2) as base:
+        stuck = [RawStream(base, coach.session_token, posted[k][0]) for k in (0, 10, 20)]
+        reader = None
+        try:
+            t_end = time.monotonic() + 1.5
+            while metric(base, "coachd_replay_waiting_streams") < 1:
+                assert time.monotonic() < t_end, "the streams that do not read never filled the cap"
+                time.sleep(0.05)
+            reader = RawStream(base, coach.session_token, posted[30][0])
+            started = time.monotonic()
+            reader.read_until(n - 31, started + 30)
+            got = [i for ev, i, _ in reader.events if ev == "chat-message"]
+            assert got == [i for i, _ in posted[31:]]
+            # It could only finish once the others were closed for not reading.
+            assert time.monotonic() - started > 1, "the reader did not wait for memory"
+            for s in stuck:
+                s.sock.settimeout(10)
+                while s.sock.recv(65536):
+                    pass  # what the server had queued, then its close
+        finally:
+            for s in stuck + ([reader] if reader else []):
+                s.close()
