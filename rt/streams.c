@@ -1219,7 +1219,8 @@ static void sync_failed(stream_t *s)
 {
     bool told = s->degraded;
     s->degraded = true;
-    if (!told && (s->resume || !s->fresh) && !send_reset(s, "unavailable")) return;
+    /* Held events it dropped (reread) are lost now: told again. */
+    if (((!told && (s->resume || !s->fresh)) || s->reread) && !send_reset(s, "unavailable")) return;
     s->sync_again = false; /* the next (re)subscription reads again */
     s->reread = false;
     s->phase = RP_HELD;
