@@ -180,7 +180,7 @@ int sigv4_presign_url(const sigv4_presign_t *p, char **out)
     if (p->expires < 1 || p->expires > SIGV4_MAX_EXPIRES) goto done;
     if (p->content_type && strpbrk(p->content_type, "\r\n")) goto done;
 
-    /* Signed headers, in sorted order: content-length < content-type < host. */
+    /* Signed headers, in sorted order: content-length < content-type < host < if-none-match. */
     if (p->sign_length) {
         char len[24];
         snprintf(len, sizeof len, "%llu", (unsigned long long)p->content_length);
@@ -199,6 +199,10 @@ int sigv4_presign_url(const sigv4_presign_t *p, char **out)
     growbuf_puts(&hdrs, s.host.data);
     growbuf_puts(&hdrs, "\n");
     growbuf_puts(&names, "host");
+    if (p->if_none_match_any) {
+        growbuf_puts(&hdrs, "if-none-match:*\n");
+        growbuf_puts(&names, ";if-none-match");
+    }
 
     /* Parameters in sorted order (X-Amz-Algorithm < Content-Sha256 < Credential < Date < Expires <
      * SignedHeaders < response-content-disposition < response-content-type: upper case sorts

@@ -1,7 +1,8 @@
 /*
  * S3 presigned URLs with AWS Signature Version 4, query-string form (REFERENCE.md section 5):
- * UNSIGNED-PAYLOAD, only the host header signed, so any client can PUT or GET the object with a
- * plain request before the URL expires. Works with AWS and S3-compatible servers, path-style
+ * UNSIGNED-PAYLOAD, the host header signed (and, when asked, the Content-Type, size and
+ * If-None-Match of an upload), so a client can PUT or GET the object with a plain request before
+ * the URL expires. Works with AWS and S3-compatible servers, path-style
  * (endpoint/bucket/key) or virtual-hosted-style (bucket.endpoint/key).
  */
 #pragma once
@@ -27,6 +28,9 @@ typedef struct sigv4_presign {
     const char *content_type;
     bool sign_length;
     uint64_t content_length;
+    /* Signs "if-none-match: *" as a header: a PUT through the URL must carry it, so S3 refuses
+     * the PUT (412) once the key holds an object and the URL cannot replace what it uploaded. */
+    bool if_none_match_any;
     /* Optional response overrides of a presigned GET (response-content-disposition and
      * response-content-type query parameters, signed like the others). */
     const char *response_content_disposition;

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "domain/err.h"
 
@@ -69,9 +70,15 @@ static void civil_from_days(int64_t z, int *y, int *m, int *d)
     *y = (int)(yoe + era * 400 + (*m <= 2));
 }
 
-int timefmt_parse(const char *s, int64_t *out_ms)
+/* Microseconds of 0001-01-01T00:00:00Z and one past 9999-12-31T23:59:59.999999Z: the instants
+ * that four-digit years can write and PostgreSQL reads back (ISO notation has no year 0000
+ * there). */
+#define US_MIN (timefmt_days_from_civil(1, 1, 1) * MS_PER_DAY * 1000)
+#define US_END (timefmt_days_from_civil(10000, 1, 1) * MS_PER_DAY * 1000)
+
+int timefmt_parse_us(const char *s, int64_t *out_us)
 {
-    int y, mo, d, h, mi, sec = 0, ms = 0, oh = 0, om = 0, sign = 0;
+    int y, mo, d, h, mi, sec = 0, us = 0, oh = 0, om = 0, sign = 0;
     const char *p = s;
 
     if (s == NULL) return DOMAIN_EINVAL;
@@ -90,10 +97,10 @@ int timefmt_parse(const char *s, int64_t *out_ms)
             int n = 0;
             p++;
             for (; *p >= '0' && *p <= '9'; p++, n++)
-                if (n < 3) ms = ms * 10 + (*p - '0');
+                if (n < 6) us = us * 10 + (*p - '0');
             if (n == 0) return DOMAIN_EINVAL;
-            for (; n < 3; n++)
-                ms *= 10;
+            for (; n < 6; n++)
+                us *= 10;
         }
     }
     if (*p == 'Z' || *p == 'z') {
@@ -118,11 +125,42 @@ int timefmt_parse(const char *s, int64_t *out_ms)
         mi > 59 || sec > 59)
         return DOMAIN_EINVAL;
 
-    int64_t t = timefmt_days_from_civil(y, mo, d) * MS_PER_DAY +
-                ((int64_t)h * 3600 + mi * 60 + sec) * 1000 + ms;
-    t -= (int64_t)sign * (oh * 3600 + om * 60) * 1000;
-    *out_ms = t;
+    int64_t t = (timefmt_days_from_civil(y, mo, d) * MS_PER_DAY +
+                 ((int64_t)h * 3600 + mi * 60 + sec) * 1000) *
+                    1000 +
+                us;
+    t -= (int64_t)sign * (oh * 3600 + om * 60) * 1000000;
+    /* An offset can carry a date at either end of the range out of it. */
+    if (t < US_MIN || t >= US_END) return DOMAIN_EINVAL;
+    *out_us = t;
     return 0;
+}
+
+/* Floor, not truncation toward zero: 1969-12-31T23:59:59.9995Z is -1 ms, not 0. */
+static int64_t us_to_ms(int64_t us)
+{
+    return us >= 0 ? us / 1000 : -((-us + 999) / 1000);
+}
+
+int timefmt_parse(const char *s, int64_t *out_ms)
+{
+    int64_t us;
+    int rc = timefmt_parse_us(s, &us);
+    if (rc == 0) *out_ms = us_to_ms(us);
+    return rc;
+}
+
+void timefmt_format_us(int64_t us, char out[TIMEFMT_US_LEN + 1])
+{
+    if (us < US_MIN) us = US_MIN;
+    if (us >= US_END) us = US_END - 1;
+    int64_t ms = us_to_ms(us);
+    char head[TIMEFMT_LEN + 1];
+    timefmt_format(ms, head);
+    memcpy(out, head, 23); /* "YYYY-MM-DDTHH:MM:SS.mmm" */
+    put_digits(out + 23, (unsigned)(us - ms * 1000), 3);
+    out[26] = 'Z';
+    out[27] = '\0';
 }
 
 void timefmt_format(int64_t ms, char out[TIMEFMT_LEN + 1])

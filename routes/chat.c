@@ -480,9 +480,17 @@ static void list_messages(http_req_t *req)
     int limit = term ? CHAT_SEARCH_MAX : CHAT_LIMIT_DEFAULT;
     if (ls && validate_int(ls, 1, CHAT_LIMIT_MAX, &limit) != 0)
         verr_add(&v, "limit", "must be an integer from 1 to 100");
-    int64_t ms;
-    if (before && timefmt_parse(before, &ms) != 0)
+    /* PostgreSQL gets the cursor as this server writes it, never as the client spelled it: its
+     * own reading differs (a decimal comma, offsets past +-15:59 are errors there, a seventh
+     * fraction digit rounds). */
+    int64_t us;
+    if (before && timefmt_parse_us(before, &us) != 0) {
         verr_add(&v, "before", "must be an ISO 8601 date-time (a nextCursor)");
+    } else if (before) {
+        char iso[TIMEFMT_US_LEN + 1];
+        timefmt_format_us(us, iso);
+        before = arena_strdup(&req->arena, iso);
+    }
     if (verr_reply(req, &v)) return;
     if (term && limit > CHAT_SEARCH_MAX) limit = CHAT_SEARCH_MAX;
     const char *lim = arena_printf(&req->arena, "%d", limit);
@@ -817,7 +825,7 @@ static void load_on_result(db_result_t *r, void *data)
         } else if (!shaped) {
             log_error("req %s: grouped chat access read returned %d rows for %d posts", req->id,
                       db_nrows(r), g->n);
-            http_reply_error(req, 503, "SERVICE_UNAVAILABLE", "Please retry");
+            http_reply_error(req, 503, "UNAVAILABLE", "Please retry");
         } else {
             post_loaded_row(req, r, db_nrows(r) == 0 ? 0 : i);
         }

@@ -179,7 +179,7 @@ static bool file_fields_or_reply(http_req_t *req, json_t *body, verr_t *v, const
 /* ---- presign ---- */
 
 typedef struct presign_state {
-    const char *url, *key;
+    const char *url, *key, *mime;
 } presign_state_t;
 
 static void on_presigned(http_req_t *req, db_result_t *r)
@@ -192,7 +192,13 @@ static void on_presigned(http_req_t *req, db_result_t *r)
     buf_puts(&b, ",\"storageKey\":");
     buf_json_str(&b, st->key);
     buf_puts(&b, ",\"expiresIn\":");
-    buf_printf(&b, "%d}}", STORAGE_URL_TTL);
+    buf_printf(&b, "%d", STORAGE_URL_TTL);
+    /* The headers the URL is bound to (rt/storage.h storage_presign_put), so a client need not
+     * know the driver: S3 refuses a PUT without the signed If-None-Match. */
+    buf_puts(&b, ",\"uploadHeaders\":{\"Content-Type\":");
+    buf_json_str(&b, st->mime);
+    if (!storage_is_local()) buf_puts(&b, ",\"If-None-Match\":\"*\"");
+    buf_puts(&b, "}}}");
     http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
 }
 
@@ -218,6 +224,7 @@ static void presign_file(http_req_t *req)
     new_uuid(id);
     presign_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->key = storage_key_make(&req->arena, prefix ? prefix : "uploads", id, filename);
+    st->mime = mime;
     st->url = storage_presign_put(&req->arena, st->key, mime, size, STORAGE_URL_TTL);
     if (!st->url) {
         http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");

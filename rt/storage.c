@@ -367,6 +367,9 @@ static int ttl_ok(int ttl)
     return ttl < 1 ? 1 : ttl > SIGV4_MAX_EXPIRES ? SIGV4_MAX_EXPIRES : ttl;
 }
 
+/* A PUT (disposition NULL) is bound to its Content-Type and size, and to If-None-Match: * so
+ * that S3 refuses it once the key holds an object: a registered key's bytes never change, even
+ * through a URL replayed before it expires. */
 static char *s3_presign(arena_t *a, const char *method, const char *key, const char *mime,
                         bool sign_length, uint64_t size, const char *disposition, int ttl)
 {
@@ -391,6 +394,7 @@ static char *s3_presign(arena_t *a, const char *method, const char *key, const c
         p.content_type = mime;
         p.sign_length = sign_length;
         p.content_length = size;
+        p.if_none_match_any = true;
     }
     char *url = NULL;
     if (sigv4_presign_url(&p, &url) != 0) return NULL;

@@ -49,8 +49,9 @@ bool storage_is_local(void);
  * (filename) and the content type; allocated in `a`. NULL when storage is not configured. */
 char *storage_presign_get(arena_t *a, const char *key, const char *filename, const char *mime_type,
                           int ttl_seconds);
-/* Presigned PUT URL: the upload must carry Content-Type mime_type and exactly size bytes.
- * NULL when storage is not configured. */
+/* Presigned PUT URL: the upload must carry Content-Type mime_type and exactly size bytes, and
+ * on s3 also If-None-Match: * (S3 then refuses to overwrite the object). NULL when storage is
+ * not configured. */
 char *storage_presign_put(arena_t *a, const char *key, const char *mime_type, uint64_t size,
                           int ttl_seconds);
 

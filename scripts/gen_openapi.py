@@ -33,6 +33,15 @@ def oa_path(pattern):
     return re.sub(r":(\w+)", r"{\1}", pattern)
 
 
+def error_codes():
+    """The codes of docs/api.md's table of error codes (section "Errors"), in its order: the
+    only codes the API answers (tests/api/test_error_codes.py holds the sources to it)."""
+    text = open(os.path.join(ROOT, "docs", "api.md"), encoding="utf-8").read()
+    section = text[text.index("## Errors"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.findall(r"^ *\| `([A-Z][A-Z0-9_]*)` \|", section, re.M)
+
+
 ERROR = {
     "type": "object",
     "required": ["error"],
@@ -41,7 +50,8 @@ ERROR = {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"},
+                "code": {"type": "string", "enum": error_codes(),
+                         "description": "docs/api.md, \"Errors\", says when each is answered"},
                 "message": {"type": "string"},
                 "details": {"type": "array", "items": {
                     "type": "object", "required": ["field", "message"],
@@ -194,6 +204,24 @@ DETAILS = {
         "security": [{"metricsToken": []}],
         "responses": {"200": {"description": "Prometheus text format 0.0.4",
                               "content": {"text/plain": {"schema": {"type": "string"}}}}}},
+    ("post", "/api/files/presign"): {
+        "summary": "A presigned PUT URL for a new storage key (then PUT the bytes, then register)",
+        "requestBody": body({"filename": "string", "mimeType": "string", "sizeBytes": "integer",
+                             "prefix": "string"}, ["filename", "mimeType", "sizeBytes"]),
+        "responses": ok({"type": "object", "required": ["data"], "properties": {"data": {
+            "type": "object",
+            "required": ["presignedUrl", "storageKey", "expiresIn", "uploadHeaders"],
+            "properties": {
+                "presignedUrl": {"type": "string"}, "storageKey": {"type": "string"},
+                "expiresIn": {"type": "integer"},
+                "uploadHeaders": {
+                    "description": "The headers the PUT to presignedUrl must send, exactly as "
+                                   "given: Content-Type, and If-None-Match: * on the s3 driver "
+                                   "(S3 then refuses to overwrite the object)",
+                    "type": "object", "required": ["Content-Type"],
+                    "properties": {"Content-Type": {"type": "string"},
+                                   "If-None-Match": {"const": "*"}},
+                    "additionalProperties": False}}}}})},
     ("get", "/api/openapi.json"): {
         "summary": "This document",
         "responses": ok({"type": "object", "required": ["openapi", "paths"],

@@ -2,12 +2,14 @@
 // URL: the independent implementation that domain/sigv4 is compared with (test_sigv4_sdk.py).
 // Input: one JSON object argument {method, endpoint, region, bucket, key, access, secret,
 // date ("YYYYMMDDTHHMMSSZ"), expires, path_style, content_type?, content_length?,
-// disposition?, response_type?}.
+// if_none_match?, disposition?, response_type?}.
 //
 // Requests whose only signed header is host go through S3RequestPresigner (what getSignedUrl
 // uses). That presigner never signs content-type, so uploads bound to a Content-Type and a
-// size are signed by the SDK's SignatureV4 itself, configured as the presigner configures it
-// (S3: path not escaped twice, x-amz-content-sha256 UNSIGNED-PAYLOAD hoisted to the query).
+// size (and If-None-Match: *, S3's refusal to overwrite) are signed by the SDK's SignatureV4
+// itself, configured as the presigner configures it (S3: path not escaped twice,
+// x-amz-content-sha256 UNSIGNED-PAYLOAD hoisted to the query); SignatureV4 signs every header
+// of the request but the few it never signs, if-none-match included.
 "use strict";
 const crypto = require("crypto");
 const { S3RequestPresigner } = require("@aws-sdk/s3-request-presigner");
@@ -48,12 +50,13 @@ const esc = (s) =>
   const credentials = { accessKeyId: a.access, secretAccessKey: a.secret };
   const request = { method: a.method, protocol: u.protocol, hostname, port, path, query, headers };
   let signed;
-  if (a.content_type === undefined && a.content_length === undefined) {
+  if (a.content_type === undefined && a.content_length === undefined && a.if_none_match === undefined) {
     const p = new S3RequestPresigner({ credentials, region: a.region, sha256: Sha256 });
     signed = await p.presign(request, { signingDate, expiresIn: a.expires });
   } else {
     if (a.content_type !== undefined) headers["content-type"] = a.content_type;
     if (a.content_length !== undefined) headers["content-length"] = String(a.content_length);
+    if (a.if_none_match !== undefined) headers["if-none-match"] = a.if_none_match;
     headers["X-Amz-Content-Sha256"] = "UNSIGNED-PAYLOAD"; // spelled as the presigner spells it
     const s = new SignatureV4({
       credentials, region: a.region, service: "s3", sha256: Sha256, uriEscapePath: false, applyChecksum: false,

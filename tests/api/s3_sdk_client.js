@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // A JavaScript app's file round trip through coachd on the s3 driver, with the AWS SDK for
 // JavaScript v3 (@aws-sdk/client-s3, @aws-sdk/s3-request-presigner) on the storage side:
-//   1. POST /api/files/presign, PUT the bytes to coachd's presigned URL (what an app does with
-//      it), the SDK reads the object back from the bucket (HeadObject, GetObject, and a GET
-//      through the SDK's own presigned URL), register, download through GET /api/files/:id;
+//   1. POST /api/files/presign, PUT the bytes to coachd's presigned URL with the uploadHeaders
+//      it names (what an app does with them), the SDK reads the object back from the bucket
+//      (HeadObject, GetObject, and a GET through the SDK's own presigned URL), register,
+//      download through GET /api/files/:id;
 //   2. the SDK uploads (PutObject) under a key coachd presigned, coachd registers it (HEAD and a
 //      hashed GET, header-signed) and serves it through GET /api/files/:id.
 // Prints one JSON line {"ok": true, "checks": [...]}; exits 1 with the failure otherwise.
@@ -51,7 +52,9 @@ async function download (fileId) {
   const p = await api('POST', '/api/files/presign', { filename: 'sdk report.pdf', mimeType: 'application/pdf', sizeBytes: data.length })
   check('presign answers 200', p.status === 200, p)
   const key = p.json.data.storageKey
-  const put = await fetch(p.json.data.presignedUrl, { method: 'PUT', body: data, headers: { 'content-type': 'application/pdf' } })
+  const uh = p.json.data.uploadHeaders
+  check('presign names the upload headers', uh['Content-Type'] === 'application/pdf' && uh['If-None-Match'] === '*' && Object.keys(uh).length === 2, uh)
+  const put = await fetch(p.json.data.presignedUrl, { method: 'PUT', body: data, headers: uh })
   check('PUT to the presigned URL answers 200', put.status === 200, put.status)
   const head = await s3.send(new HeadObjectCommand({ Bucket: a.bucket, Key: key }))
   check('the SDK sees the object with its size and type', head.ContentLength === data.length && head.ContentType === 'application/pdf', head)

@@ -529,3 +529,13 @@ def test_empty_file_roundtrip(org):
     r = download(c.get_json("/api/files/%s" % fid)["data"]["presignedUrl"])
     assert r.status_code == 200 and r.content == b""
     assert r.headers["Content-Length"] == "0"
+
+
+def test_presign_names_the_upload_headers(org):
+    # The local driver binds the PUT to its Content-Type (and size); If-None-Match is the s3
+    # driver's (test_files_s3.py). A client that sends uploadHeaders as given is served.
+    c = org.client("Coach")
+    p = presign(c, "h.txt", "Text/Plain", 3)["data"]
+    assert p["uploadHeaders"] == {"Content-Type": "text/plain"}
+    r = requests.put(p["presignedUrl"], data=b"abc", headers=p["uploadHeaders"])
+    assert r.status_code in (200, 204), r.text

@@ -1,5 +1,8 @@
-"""Files on the s3 driver against s3rver (started by scripts/test). s3rver does not check
-presigned signatures, so signing is proven by test_sigv4_sdk.py against the AWS SDK; here:
+"""Files on the s3 driver against s3rver (started by scripts/test). s3rver (3.7) does not check
+SigV4 signatures at all (it accepts any X-Amz-Signature) and ignores If-None-Match on PUT, so
+neither a wrong signature, a missing signed header nor an overwrite is refused here as AWS S3
+refuses them. Signing is proven against the AWS SDK instead: test_sigv4_sdk.py for the signer,
+and below for the URL of a real presign with the uploadHeaders it names. Here also:
 a second coachd with STORAGE_DRIVER=s3 runs presign -> PUT to the bucket -> register (HEAD and
 a streamed GET for the hash, header-signed) -> attach -> presigned GET, the multipart upload
 (temporary file then PUT), detach deleting the object through the outbox, the health probe
@@ -8,6 +11,7 @@ import hashlib
 import json
 import os
 import subprocess
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
@@ -46,10 +50,12 @@ def test_s3_presign_put_register_attach_download(s3_base, org):
     p = coach.post_json("/api/files/presign", {"filename": "a b+ñ.pdf", "mimeType": "application/pdf",
                                                "sizeBytes": len(data)})["data"]
     assert p["presignedUrl"].startswith(S3 + "/" + BUCKET + "/uploads/")
-    # The URL signs content-type and content-length (SignedHeaders; test_sigv4_sdk.py checks the
-    # signature against the AWS SDK); s3rver does not enforce signed headers, AWS S3 does.
-    assert "X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost" in p["presignedUrl"]
-    r = requests.put(p["presignedUrl"], data=data, headers={"Content-Type": "application/pdf"})
+    # The URL signs content-type, content-length and if-none-match (SignedHeaders; the signature
+    # is compared with the AWS SDK's below); s3rver does not enforce signed headers, AWS S3 does.
+    assert "X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost%3Bif-none-match" in \
+        p["presignedUrl"]
+    assert p["uploadHeaders"] == {"Content-Type": "application/pdf", "If-None-Match": "*"}
+    r = requests.put(p["presignedUrl"], data=data, headers=p["uploadHeaders"])
     assert r.status_code == 200, r.text
     reg = coach.post_json("/api/files/register", {"storageKey": p["storageKey"], "filename": "a b+ñ.pdf",
                                                   "mimeType": "application/pdf", "sizeBytes": len(data)},
@@ -74,6 +80,38 @@ def test_s3_presign_put_register_attach_download(s3_base, org):
                what="object deleted from the bucket")
 
 
+def sdk_presign(case):
+    here = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run(["node", os.path.join(here, "presign_s3.js"), json.dumps(case)],
+                          check=True, capture_output=True, text=True, cwd=here).stdout.strip()
+
+
+def test_s3_presigned_put_is_the_sdks_for_its_upload_headers(s3_base, org):
+    """A registered key's bytes never change (DECISIONS.md): the presigned PUT is bound to
+    If-None-Match: *, so AWS S3 answers 412 to a replay once the object exists. s3rver enforces
+    neither the signature nor the condition, so this checks what decides it on S3: the URL coachd
+    answers is, byte for byte, the one the AWS SDK presigns for a PUT that sends exactly the
+    uploadHeaders coachd names (plus Content-Length = sizeBytes), and differs from the SDK's URL
+    for the same PUT without If-None-Match (a request without the header fails S3's signature
+    check)."""
+    c = on(org.client("Coach"), s3_base)
+    p = c.post_json("/api/files/presign", {"filename": "r é.pdf", "mimeType": "application/pdf",
+                                           "sizeBytes": 4321})["data"]
+    q = parse_qs(urlsplit(p["presignedUrl"]).query)
+    case = {"method": "PUT", "endpoint": S3, "region": "us-east-1", "bucket": BUCKET,
+            "key": p["storageKey"], "access": "S3RVER", "secret": "S3RVER",
+            "date": q["X-Amz-Date"][0], "expires": int(q["X-Amz-Expires"][0]), "path_style": True,
+            "content_length": 4321}
+    headers = {k.lower(): v for k, v in p["uploadHeaders"].items()}
+    assert set(headers) == {"content-type", "if-none-match"}
+    signed = dict(case, content_type=headers["content-type"],
+                  if_none_match=headers["if-none-match"])
+    assert sdk_presign(signed) == p["presignedUrl"]
+    unconditional = sdk_presign(dict(case, content_type=headers["content-type"]))
+    assert unconditional != p["presignedUrl"]
+    assert "X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost&" in unconditional
+
+
 def test_aws_sdk_round_trip_through_coachd(s3_base, org):
     """The AWS SDK for JavaScript on the storage side of an app's upload and download through
     coachd (tests/api/s3_sdk_client.js): the bytes PUT to coachd's presigned URL are what the
@@ -89,7 +127,7 @@ def test_aws_sdk_round_trip_through_coachd(s3_base, org):
                          cwd=here, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     res = json.loads(out.stdout.strip().splitlines()[-1])
-    assert res["ok"] and len(res["checks"]) == 14, res
+    assert res["ok"] and len(res["checks"]) == 15, res
 
 
 def test_s3_register_checks_object(s3_base, org):

@@ -2,7 +2,8 @@
 (@aws-sdk/s3-request-presigner, and its SignatureV4 for uploads bound to Content-Type and size)
 presigns the same inputs at the same pinned clock (tests/api/presign_s3.js), and the URLs must
 be equal byte for byte: GET and PUT, path-style and virtual-hosted, keys with spaces, unicode
-and '+', response-content-disposition / -type, signed content-type and content-length."""
+and '+', response-content-disposition / -type, signed content-type and content-length, and the
+signed If-None-Match: * of an upload URL (S3 refuses to overwrite an object through it)."""
 import json
 import os
 import subprocess
@@ -45,11 +46,14 @@ def cases():
                        "filename*=UTF-8''r%C3%A9sum%C3%A9.png", response_type="image/png")
             yield dict(base, method="PUT")
             yield dict(base, method="PUT", content_type="application/pdf", content_length=123456)
+            yield dict(base, method="PUT", content_type="application/pdf", content_length=123456,
+                       if_none_match="*")
 
 
 @pytest.mark.parametrize("case", list(cases()),
                          ids=lambda c: "%s-%s-%s-%s" % (c["method"], c["endpoint"].split("//")[1],
-                                                        c["key"], "bound" if "content_type" in c
+                                                        c["key"], "once" if "if_none_match" in c
+                                                        else "bound" if "content_type" in c
                                                         else "resp" if "disposition" in c else "plain"))
 def test_sigv4_matches_aws_sdk(case):
     mine, theirs = ours(case), sdk(case)

@@ -296,3 +296,57 @@ def test_presigned_put_replayed_after_register_is_refused(org):
     assert requests.get(f["presignedUrl"]).content == data
     assert f["sha256Hash"] == hashlib.sha256(data).hexdigest()
     wait_until(lambda: tmp_entries() == [], what="temporary files removed")
+
+
+def test_two_connections_racing_on_one_presigned_put_store_one_object(org):
+    """One presigned PUT URL used by several connections at once: one wins, the others are
+    refused, and no temporary file stays."""
+    coach = org.client("Coach")
+    size = 3 * 1024 * 1024
+    p = coach.post_json("/api/files/presign", {"filename": "race.mp4", "mimeType": "video/mp4",
+                                               "sizeBytes": size}, expect=200)["data"]
+    u = urllib.parse.urlsplit(p["presignedUrl"])
+    head = ("PUT %s?%s HTTP/1.1\r\nHost: x\r\nContent-Type: video/mp4\r\n"
+            "Content-Length: %d\r\nConnection: close\r\n\r\n" % (u.path, u.query, size)).encode()
+    socks = []
+    for i in range(3):
+        s = connect(BASE_URL)
+        s.sendall(head + bytes([65 + i]) * (size - 1))  # all but the last byte, on every one
+        socks.append(s)
+    for i, s in enumerate(socks):
+        s.sendall(bytes([65 + i]))
+    statuses = sorted(read_status(s) for s in socks)
+    for s in socks:
+        s.close()
+    assert statuses == [200, 403, 403], statuses
+    with open(os.path.join(STORAGE_DIR, p["storageKey"]), "rb") as f:
+        stored = f.read()
+    assert len(stored) == size and stored == stored[:1] * size  # one whole upload, not a mix
+    wait_until(lambda: tmp_entries() == [], what="temporary files removed")
+
+
+def test_orphaned_temporary_files_are_swept_at_start_up():
+    """Nothing ever cleaned STORAGE_DIR/.tmp: a crashed worker's files stayed forever."""
+    host = "".join(c if c.isalnum() or c == "." else "_" for c in socket.gethostname()) or "_"
+    with tempfile.TemporaryDirectory() as storage:
+        tmp = os.path.join(storage, ".tmp")
+        os.makedirs(tmp)
+        dead = 4194304 + 4093  # above the largest pid Linux hands out
+        names = {
+            "dead": "%s-%d-00112233445566778899aabb.part" % (host, dead),
+            "live": "%s-%d-00112233445566778899aabb.part" % (host, os.getpid()),
+            "other_host": "another-host-%d-00112233445566778899aabb.part" % dead,
+            "old": "another-host-%d-ffeeddccbbaa998877665544.part" % dead,
+            "not_ours": "keep-me.txt",
+        }
+        for n in names.values():
+            with open(os.path.join(tmp, n), "wb") as f:
+                f.write(b"x")
+        week = time.time() - 7 * 86400
+        os.utime(os.path.join(tmp, names["old"]), (week, week))
+        with second_coachd(STORAGE_DIR=storage):
+            wait_until(lambda: not os.path.exists(os.path.join(tmp, names["dead"])),
+                       what="a dead worker's file removed at start-up")
+            left = sorted(os.listdir(tmp))
+        # A live process's file and another host's recent one stay; an old one goes.
+        assert left == sorted([names["live"], names["other_host"], names["not_ours"]]), left

@@ -77,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             .content_type = (sel & 16) ? f.s[6] : NULL,
             .sign_length = (sel & 32) != 0,
             .content_length = num,
+            .if_none_match_any = (sel & 32) != 0, /* as the s3 driver's upload URLs */
             .response_content_disposition = (sel & 64) ? f.s[7] : NULL,
             .response_content_type = (sel & 128) ? f.s[8] : NULL,
         };

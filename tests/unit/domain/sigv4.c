@@ -1,7 +1,8 @@
 /*
  * Unit tests for domain/sigv4: the AWS documented presigned-GET example (REFERENCE.md
- * section 5) and two URLs produced independently by botocore's presigner (path-style PUT with
- * characters that need encoding, virtual-hosted GET in another region).
+ * section 5), two URLs produced independently by botocore's presigner (path-style PUT with
+ * characters that need encoding, virtual-hosted GET in another region) and one by the AWS SDK for
+ * JavaScript v3's SignatureV4 (an upload bound to its type, size and If-None-Match: *).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +107,40 @@ static void test_botocore_virtual_get(void **state)
     free(url);
 }
 
+static void test_sdk_put_if_none_match(void **state)
+{
+    sigv4_presign_t p = {
+        .method = "PUT",
+        .endpoint = "http://127.0.0.1:4568",
+        .region = "us-east-1",
+        .bucket = "coach-files",
+        .key = "uploads/x/a b.pdf",
+        .access_key = "AKIAIOSFODNN7EXAMPLE",
+        .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        .amz_date = "20261123T194501Z",
+        .expires = 900,
+        .path_style = true,
+        .content_type = "application/pdf",
+        .sign_length = true,
+        .content_length = 123456,
+        .if_none_match_any = true,
+        .query_content_sha256 = true,
+    };
+    char *url = NULL;
+    (void)state;
+
+    assert_int_equal(sigv4_presign_url(&p, &url), 0);
+    assert_string_equal(
+        url, "http://127.0.0.1:4568/coach-files/uploads/x/a%20b.pdf"
+             "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Content-Sha256=UNSIGNED-PAYLOAD"
+             "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20261123%2Fus-east-1%2Fs3%2Faws4_request"
+             "&X-Amz-Date=20261123T194501Z&X-Amz-Expires=900"
+             "&X-Amz-SignedHeaders=content-length%3Bcontent-type%3Bhost%3Bif-none-match"
+             "&X-Amz-Signature="
+             "57cf119ead363fd626e40c5d324d39928fb60a622e176a352f00cd709366b490");
+    free(url);
+}
+
 static void test_rejects(void **state)
 {
     sigv4_presign_t base = {
@@ -167,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_aws_example),
         cmocka_unit_test(test_botocore_path_style_put),
         cmocka_unit_test(test_botocore_virtual_get),
+        cmocka_unit_test(test_sdk_put_if_none_match),
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_amz_date),
     };

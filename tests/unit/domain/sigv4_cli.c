@@ -1,8 +1,8 @@
 /*
  * sigv4_cli: prints the URL domain/sigv4 presigns for the inputs given as name=value arguments
  * (method endpoint region bucket key access secret date expires path_style content_type
- * content_length disposition response_type sha256_param). tests/api/test_sigv4_sdk.py compares
- * its output with the AWS SDK's presigner for the same inputs.
+ * content_length disposition response_type sha256_param if_none_match). tests/api/test_sigv4_sdk.py
+ * compares its output with the AWS SDK's presigner for the same inputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +49,8 @@ int main(int argc, char **argv)
             p.response_content_type = v;
         else if (strcmp(k, "sha256_param") == 0)
             p.query_content_sha256 = strcmp(v, "1") == 0;
+        else if (strcmp(k, "if_none_match") == 0 && strcmp(v, "*") == 0)
+            p.if_none_match_any = true;
         else
             return 2;
     }

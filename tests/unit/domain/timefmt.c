@@ -37,6 +37,63 @@ static void test_parse(void **state)
     assert_int_equal(parse_ok("1969-12-31T23:59:59.999Z"), -1);
     assert_int_equal(parse_ok("0001-01-01T00:00:00Z"), INT64_C(-62135596800000));
     assert_int_equal(parse_ok("9999-12-31T23:59:59.999Z"), INT64_C(253402300799999));
+    /* A decimal comma; offsets up to +-23:59 that stay within the range. */
+    assert_int_equal(parse_ok("2026-01-02T03:04:05,678Z"), INT64_C(1767323045678));
+    assert_int_equal(parse_ok("9999-12-31T23:59:59.999+23:59"), INT64_C(253402214459999));
+    assert_int_equal(parse_ok("0001-01-01T00:00:00-00:01"), INT64_C(-62135596740000));
+    assert_int_equal(parse_ok("0001-01-01T01:00:00+01:00"), INT64_C(-62135596800000));
+    assert_int_equal(parse_ok("9999-12-31T22:59:59.999-01:00"), INT64_C(253402300799999));
+}
+
+static int64_t parse_us_ok(const char *s)
+{
+    int64_t us = 0;
+    assert_int_equal(timefmt_parse_us(s, &us), 0);
+    return us;
+}
+
+static void test_parse_us(void **state)
+{
+    (void)state;
+    assert_int_equal(parse_us_ok("2026-01-02T03:04:05.678901Z"), INT64_C(1767323045678901));
+    assert_int_equal(parse_us_ok("2026-01-02T03:04:05,6789019Z"), INT64_C(1767323045678901));
+    assert_int_equal(parse_us_ok("2026-01-02T03:04:05.6Z"), INT64_C(1767323045600000));
+    assert_int_equal(parse_us_ok("2026-01-02T12:04:05.000001+09:00"), INT64_C(1767323045000001));
+    assert_int_equal(parse_us_ok("1969-12-31T23:59:59.999999Z"), -1);
+    assert_int_equal(parse_us_ok("0001-01-01T00:00:00Z"), INT64_C(-62135596800000000));
+    assert_int_equal(parse_us_ok("9999-12-31T23:59:59.999999Z"), INT64_C(253402300799999999));
+    int64_t us = 7, ms = 7;
+    assert_int_equal(timefmt_parse_us("9999-12-31T23:59:59.999999-00:01", &us), DOMAIN_EINVAL);
+    assert_int_equal(timefmt_parse_us("2026-01-02T23:59:60Z", &us), DOMAIN_EINVAL);
+    assert_int_equal(us, 7);
+    /* Milliseconds round down, before the epoch as after it. */
+    assert_int_equal(timefmt_parse("1969-12-31T23:59:59.9995Z", &ms), 0);
+    assert_int_equal(ms, -1);
+}
+
+static void test_format_us(void **state)
+{
+    char out[TIMEFMT_US_LEN + 1];
+    int64_t back;
+    (void)state;
+
+    timefmt_format_us(INT64_C(1767323045678901), out);
+    assert_string_equal(out, "2026-01-02T03:04:05.678901Z");
+    timefmt_format_us(-1, out);
+    assert_string_equal(out, "1969-12-31T23:59:59.999999Z");
+    timefmt_format_us(0, out);
+    assert_string_equal(out, "1970-01-01T00:00:00.000000Z");
+    timefmt_format_us(INT64_MAX, out); /* clamped */
+    assert_string_equal(out, "9999-12-31T23:59:59.999999Z");
+    timefmt_format_us(INT64_MIN, out);
+    assert_string_equal(out, "0001-01-01T00:00:00.000000Z");
+    assert_int_equal(strlen(out), TIMEFMT_US_LEN);
+    for (int64_t t = INT64_C(-62135596800000000); t < INT64_C(253402300799999999);
+         t += INT64_C(86400000000) * 89 + 3601000001) {
+        timefmt_format_us(t, out);
+        assert_int_equal(timefmt_parse_us(out, &back), 0);
+        assert_int_equal(back, t);
+    }
 }
 
 static void test_parse_rejects(void **state)
@@ -64,6 +121,14 @@ static void test_parse_rejects(void **state)
         "2026-01-02T03:04:05+05:60",
         "2026-01-02T03:04:05+5",
         "2026-01-02T03:04:05+05:0",
+        "2026-01-02T03:04:05+05:30:00",
+        "2026-01-02T03:04:05,Z",
+        /* Offsets that carry the instant out of years 0001..9999 UTC (PostgreSQL reads no year
+         * 0000, timefmt_format clamps at 9999). */
+        "0001-01-01T00:00:00+00:01",
+        "0001-01-01T00:59:59.999999+01:00",
+        "9999-12-31T23:59:59.999-00:01",
+        "9999-12-31T23:00:00-01:00",
         "2026-01-02X03:04:05Z",
         "20260102T030405Z",
         "1767323045000",
@@ -132,9 +197,10 @@ static void test_calendar(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),    cmocka_unit_test(test_parse_rejects),
-        cmocka_unit_test(test_format),   cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_calendar),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_parse_rejects),
+        cmocka_unit_test(test_format),    cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_calendar),  cmocka_unit_test(test_parse_us),
+        cmocka_unit_test(test_format_us),
     };
     return cmocka_run_group_tests_name("domain/timefmt", tests, NULL, NULL);
 }
