@@ -711,6 +711,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) return 0;
     program_t p = {0};
     arena_init(&p.a);
+    buf_reserve(&p.out, 1); /* never a NULL buffer, even for an empty program */
     bool ok = expand(&p, data + 1, size - 1);
     if (ok) run_program(&p, data[0]);
     remove_stored();
