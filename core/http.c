@@ -9,8 +9,12 @@
  * request is marked gone.
  *
  * Timers (one uv_timer_t per connection): 60 s idle between requests, 30 s for a whole head
- * (a dribbling client does not reset it), 30 s between body reads, 60 s for a response the
- * client does not read. Streams (SSE) have no timer: their writes and the stream hub police them.
+ * (a dribbling client does not reset it), 30 s between body reads (at most
+ * REQUEST_TIMEOUT_SECONDS), 60 s for a response the client does not read. A streaming answer (SSE,
+ * download) has a write deadline instead: while it holds unflushed bytes, a tick every quarter of
+ * STREAM_WRITE_TIMEOUT_SECONDS checks that some were flushed since the last one, and closes it
+ * after a whole deadline without progress. The same timer runs a stream's drain callback and the
+ * release of its head on the next loop turn.
  *
  * Ownership: http_conn_t is freed only in its uv_close callback. The connection holds one
  * reference on its live request; see http.h for the request's lifetime.
@@ -55,6 +59,7 @@
 #define DEFAULT_MAX_CONNECTIONS 10000
 #define DEFAULT_MAX_CONNECTIONS_PER_IP 256
 #define DEFAULT_REQUEST_TIMEOUT_S 60
+#define DEFAULT_STREAM_WRITE_TIMEOUT_S 60
 #define IP_BUCKETS 4096
 
 enum conn_state {
@@ -94,6 +99,12 @@ struct http_conn {
     size_t linger_bytes;
     size_t stream_pending;
     int writes_in_flight;
+    /* Stream write deadline: bytes handed to uv_write so far, the flushed count seen at the
+     * last tick, and when it last moved (loop time). */
+    uint64_t queued_total;
+    uint64_t flushed_mark;
+    uint64_t progress_ms;
+    bool stream_watch; /* the deadline is being watched (unflushed bytes were seen) */
     uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
     uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
@@ -129,6 +140,8 @@ static llhttp_settings_t settings;
 static size_t max_conns = DEFAULT_MAX_CONNECTIONS;
 static size_t max_conns_per_ip = DEFAULT_MAX_CONNECTIONS_PER_IP;
 static uint64_t request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_S * 1000ull;
+static uint64_t body_timeout_ms = BODY_TIMEOUT_MS;
+static uint64_t stream_write_timeout_ms = DEFAULT_STREAM_WRITE_TIMEOUT_S * 1000ull;
 static ip_count_t *ip_table[IP_BUCKETS];
 static uint64_t refused_total, refused_logged_at;
 
@@ -142,6 +155,8 @@ static void req_free(http_req_t *req);
 static void write_error_and_close(http_conn_t *c, int status, const char *code, const char *msg);
 static void on_timer(uv_timer_t *t);
 static void conn_linger(http_conn_t *c);
+static void stream_watch(http_conn_t *c);
+static void stream_drain_check(http_conn_t *c);
 
 uv_loop_t *http_loop(void)
 {
@@ -363,7 +378,11 @@ static void on_write_done(uv_write_t *w, int status)
         conn_close(c);
         return;
     }
-    if (ends) conn_finish_request(c);
+    if (ends) {
+        conn_finish_request(c);
+        return;
+    }
+    if (c->state == CONN_STREAMING) stream_drain_check(c);
 }
 
 /* A write failed. The connection is closed from its timer on the next turn of the loop, never
@@ -433,6 +452,7 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         one = uv_buf_init(wr->copy, (unsigned)rest);
     }
     c->writes_in_flight++;
+    c->queued_total += rest;
     if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &one, 1, on_write_done) != 0) {
         c->writes_in_flight--;
         if (wr->sb) {
@@ -445,6 +465,9 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         return;
     }
     if (c->state == CONN_WRITING) conn_arm(c, WRITE_TIMEOUT_MS);
+    /* Only starts the watch: conn_write runs inside the owner's calls, which must not see the
+     * connection close under them (the deadline closes from on_timer). */
+    if (c->state == CONN_STREAMING && !c->stream_watch) stream_watch(c);
 }
 
 /* A route parameter whose name says it is a secret (":token") is never logged. */
@@ -701,14 +724,72 @@ void http_stream_sndbuf(http_req_t *req, int bytes)
     (void)uv_send_buffer_size((uv_handle_t *)&c->tcp, &bytes);
 }
 
+/* Runs on_timer within ms at the latest: a stream's timer serves its write deadline, its drain
+ * callback and the release of its head, so an earlier due time is kept. */
+static void timer_at_most(http_conn_t *c, uint64_t ms)
+{
+    if (uv_is_active((uv_handle_t *)&c->timer) && uv_timer_get_due_in(&c->timer) <= ms) return;
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
 void http_stream_release_head(http_req_t *req)
 {
     http_conn_t *c = req->conn;
     if (!c || c->state != CONN_STREAMING || req->kept) return;
     req->release_head = true;
-    /* A stream has no timeout, so its timer is free: a 0 ms timer runs on_timer on the next
-     * iteration, when no callback of the stream's owner is on the stack. */
-    uv_timer_start(&c->timer, on_timer, 0, 0);
+    /* A 0 ms timer runs on_timer on the next iteration, when no callback of the stream's owner
+     * is on the stack. */
+    timer_at_most(c, 0);
+}
+
+/* The write deadline of a streaming answer (see the top of this file). Called when unflushed
+ * bytes may have appeared (conn_write) and on every tick; closes the connection only from a
+ * tick, never inside a write of the stream's owner. */
+static void stream_watch(http_conn_t *c)
+{
+    size_t unflushed = c->tcp.write_queue_size;
+    if (unflushed == 0 && c->stream_pending == 0) {
+        c->stream_watch = false; /* the client has everything: nothing to police */
+        return;
+    }
+    uint64_t now = uv_now(loop_ref);
+    uint64_t flushed = c->queued_total - unflushed;
+    if (!c->stream_watch || flushed != c->flushed_mark) {
+        c->stream_watch = true;
+        c->flushed_mark = flushed;
+        c->progress_ms = now;
+    } else if (now - c->progress_ms >= stream_write_timeout_ms) {
+        log_info("%s %s stream closed: nothing read for %llu s id=%s",
+                 c->req && c->req->method_name ? c->req->method_name : "-",
+                 c->req ? log_path(c->req) : "-",
+                 (unsigned long long)(stream_write_timeout_ms / 1000), c->req ? c->req->id : "-");
+        conn_close(c);
+        return;
+    }
+    uint64_t tick = stream_write_timeout_ms / 4;
+    timer_at_most(c, tick < 100 ? 100 : tick);
+}
+
+/* Runs the stream's drain callback when its unflushed bytes are down to its low-water mark. */
+static void stream_drain_check(http_conn_t *c)
+{
+    http_req_t *req = c->req;
+    if (!req || !req->on_drain || c->broken || c->stream_pending > req->drain_low) return;
+    http_req_cb cb = req->on_drain;
+    req->on_drain = NULL;
+    http_req_ref(req);
+    cb(req);
+    http_req_unref(req);
+}
+
+void http_stream_on_drain(http_req_t *req, size_t low_water, http_req_cb cb)
+{
+    http_conn_t *c = req->conn;
+    if (!c || c->state != CONN_STREAMING) return;
+    req->on_drain = cb;
+    req->drain_low = low_water;
+    /* Already drained: the callback runs on the next loop turn, never inside this call. */
+    if (cb && c->stream_pending <= low_water) timer_at_most(c, 0);
 }
 
 /* Frees the arena of a streaming request, keeping the path and the log user (see
@@ -784,7 +865,7 @@ void http_req_read_body(http_req_t *req, http_body_chunk_cb on_chunk, http_req_c
     c->state = CONN_BODY;
     c->head_ready = false;
     llhttp_resume(&c->parser);
-    conn_arm(c, BODY_TIMEOUT_MS);
+    conn_arm(c, body_timeout_ms);
     conn_read_start(c);
     c->again = true;
     conn_process(c);
@@ -1039,7 +1120,7 @@ static int on_headers_complete(llhttp_t *p)
         req->want_continue = false;
     }
     c->state = CONN_BODY;
-    conn_arm(c, BODY_TIMEOUT_MS);
+    conn_arm(c, body_timeout_ms);
     return 0;
 }
 
@@ -1047,8 +1128,14 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     http_conn_t *c = conn_of(p);
     http_req_t *req = c->req;
-    conn_arm(c, BODY_TIMEOUT_MS);
+    conn_arm(c, body_timeout_ms);
     if (req->body_streamed) {
+        /* A streamed body counts against the same limit as a buffered one: a chunked upload
+         * has no declared length to refuse at head time. body_len counts, nothing is kept. */
+        size_t used;
+        if (!size_add(req->body_len, len, &used) || used > body_limit_of(req))
+            return refuse_too_large(c);
+        req->body_len = used;
         if (req->replied || !req->on_body_chunk) return 0; /* handler gave up: discard */
         http_req_ref(req);
         int rc = req->on_body_chunk(req, at, len);
@@ -1233,6 +1320,11 @@ static void write_error_and_close(http_conn_t *c, int status, const char *code, 
         conn_close(c);
         return;
     }
+    /* The owner of a streamed body (a storage writer behind it) tears down before core/http
+     * answers in its place: this request ends without the owner's answer (http.h). */
+    http_req_cb gone = req->on_gone;
+    req->on_gone = NULL;
+    if (gone) gone(req);
     c->state = CONN_HANDLING;
     http_reply_error(req, status, code, msg);
 }
@@ -1335,6 +1427,8 @@ static void on_timer(uv_timer_t *t)
         return;
     case CONN_STREAMING:
         if (c->req && c->req->release_head) req_release_head(c->req);
+        stream_drain_check(c);
+        if (c->state == CONN_STREAMING) stream_watch(c);
         return;
     default:
         return;
@@ -1450,6 +1544,7 @@ static void conn_close(http_conn_t *c)
     c->req = NULL;
     if (req) {
         req->conn = NULL;
+        req->on_drain = NULL;
         if (req->replied)
             log_request(req);
         else
@@ -1570,6 +1665,10 @@ int http_server_start_fd(uv_loop_t *loop, int fd)
         (size_t)config_int("MAX_CONNECTIONS_PER_IP", DEFAULT_MAX_CONNECTIONS_PER_IP, 0, 1000000);
     request_timeout_ms =
         (uint64_t)config_int("REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_S, 1, 86400) * 1000;
+    body_timeout_ms = request_timeout_ms < BODY_TIMEOUT_MS ? request_timeout_ms : BODY_TIMEOUT_MS;
+    stream_write_timeout_ms = (uint64_t)config_int("STREAM_WRITE_TIMEOUT_SECONDS",
+                                                   DEFAULT_STREAM_WRITE_TIMEOUT_S, 1, 86400) *
+                              1000;
     memset(&settings, 0, sizeof(settings));
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;

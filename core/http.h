@@ -11,12 +11,22 @@
  * drops.
  *
  * Disconnects and failed writes: on_gone runs only from the loop (a read error or EOF, a failed
- * write completing, a timeout, shutdown), never inside a call the request's owner makes. A write
- * that fails synchronously inside http_reply* or http_stream_write only marks the connection
- * broken; it is closed (and on_gone runs) on the next turn of the loop. So during any http_* call
- * the request, its conn and the owner's state stay valid, and the owner learns of the failure
- * from the return value (http_stream_write: -1) or from http_req_gone() later. on_gone does not
- * run for a request that has replied and is not streaming.
+ * write completing, a timeout, shutdown), never inside a call the request's owner makes, with
+ * one exception below. A write that fails synchronously inside http_reply* or http_stream_write
+ * only marks the connection broken; it is closed (and on_gone runs) on the next turn of the
+ * loop. So during any http_* call the request, its conn and the owner's state stay valid, and
+ * the owner learns of the failure from the return value (http_stream_write: -1) or from
+ * http_req_gone() later. on_gone does not run for a request that its owner answered and that is
+ * not streaming.
+ *
+ * One owner of the teardown: on_gone is the owner's abort path, and it runs exactly once for
+ * every request that ends without the owner's own answer: the client left (FIN or RST at any
+ * byte), a deadline passed (408, or a stream's write deadline), the parser refused the rest of a
+ * streamed body (400 malformed chunk, 413 over the limit), or shutdown. When core/http answers
+ * such a request itself, on_gone runs first. Because a streamed body is parsed inside
+ * http_req_read_body and http_req_resume_body, on_gone may run inside those two calls: make them
+ * the last thing a callback does. Whatever holds the request after that (a storage writer, a
+ * file read, a database or Redis callback) holds its own reference and checks http_req_gone().
  *
  * Streams: the owner of a stream (rt/streams.c) holds its own reference on the request. Its
  * state is freed by exactly one of two paths, whichever comes first: on_gone (from the loop), or
@@ -110,6 +120,8 @@ struct http_req {
     size_t body_cap;
     http_body_chunk_cb on_body_chunk;
     http_req_cb on_body_end;
+    http_req_cb on_drain; /* http_stream_on_drain */
+    size_t drain_low;
     http_header_t *res_headers;
     int n_res_headers, cap_res_headers;
     buf_t *res_owned; /* heap body handed over by http_reply_buf */
@@ -213,6 +225,16 @@ void http_stream_sndbuf(http_req_t *req, int bytes);
 void http_stream_release_head(http_req_t *req);
 /* Bytes written to the stream but not yet flushed to the socket. */
 size_t http_stream_pending(const http_req_t *req);
+/* Calls cb(req) once, from the loop, when the stream's unflushed bytes have fallen to low_water
+ * or below: after a write completes, or on the next loop turn when they already have. One-shot:
+ * set it again to wait again; cb NULL cancels. Never runs once the stream is closed or its
+ * client gone (on_gone runs instead). Producers that can outrun the client (a file download, a
+ * history replay) wait on it instead of polling.
+ *
+ * Write deadline: a stream whose unflushed bytes make no progress for STREAM_WRITE_TIMEOUT_SECONDS
+ * (60) is closed from the loop and its on_gone runs, so a client that reads nothing holds
+ * nothing for long. */
+void http_stream_on_drain(http_req_t *req, size_t low_water, http_req_cb cb);
 /* Ends the stream and closes the connection. on_gone is not called. */
 void http_stream_close(http_req_t *req);
 

@@ -125,9 +125,18 @@ static int fail(multipart_t *m, int err)
     return err;
 }
 
+/* Bytes outside every part (preamble, epilogue) are counted: they reach no callback, so without
+ * a cap a client could keep an upload open with them for as long as the body limit allows. */
+static int outside(multipart_t *m, size_t len)
+{
+    m->outside += len;
+    return m->outside > MULTIPART_OUTSIDE_MAX ? MULTIPART_EOUTSIDE : 0;
+}
+
 static int emit(multipart_t *m, const char *data, size_t len)
 {
-    if (len == 0 || m->state != MP_BODY) return 0;
+    if (len == 0) return 0;
+    if (m->state != MP_BODY) return outside(m, len);
     if (m->is_file) return m->h->on_file_data ? m->h->on_file_data(m->ud, data, len) : 0;
     if (m->flen + len > MULTIPART_FIELD_MAX) return MULTIPART_EFIELD;
     memcpy(m->field + m->flen, data, len);
@@ -375,6 +384,7 @@ int multipart_feed(multipart_t *m, const char *data, size_t len)
             break;
         }
         case MP_EPILOGUE:
+            if ((rc = outside(m, (size_t)(end - p))) != 0) return fail(m, rc);
             return 0;
         }
     }

@@ -7,7 +7,8 @@
  * Parts with a filename (filename or filename* in Content-Disposition, RFC 5987 UTF-8 or
  * ISO-8859-1) are files; other parts are fields, collected whole and handed to on_field, and a
  * field longer than MULTIPART_FIELD_MAX fails with MULTIPART_EFIELD. Directory parts of a
- * filename ("C:\dir\a.txt") are dropped. The preamble and epilogue are ignored.
+ * filename ("C:\dir\a.txt") are dropped. The preamble and epilogue are ignored, up to
+ * MULTIPART_OUTSIDE_MAX bytes together (MULTIPART_EOUTSIDE past it).
  *
  * Callbacks return 0 to go on; any other value stops the parser and multipart_feed returns it
  * (use positive values, so they differ from the MULTIPART_E* codes). After an error the parser
@@ -17,9 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define MULTIPART_HEADER_MAX 8192 /* one part's header block */
-#define MULTIPART_FIELD_MAX 4096  /* a non-file field's value */
-#define MULTIPART_BOUNDARY_MAX 70 /* RFC 2046 */
+#define MULTIPART_HEADER_MAX 8192   /* one part's header block */
+#define MULTIPART_FIELD_MAX 4096    /* a non-file field's value */
+#define MULTIPART_BOUNDARY_MAX 70   /* RFC 2046 */
+#define MULTIPART_OUTSIDE_MAX 16384 /* preamble and epilogue bytes (browsers send none) */
 
 enum multipart_err {
     MULTIPART_EINVAL = -1,     /* Content-Type is not multipart/form-data with a valid boundary */
@@ -27,6 +29,7 @@ enum multipart_err {
     MULTIPART_EHEADER = -3,    /* a part's headers exceed MULTIPART_HEADER_MAX */
     MULTIPART_EFIELD = -4,     /* a field value exceeds MULTIPART_FIELD_MAX */
     MULTIPART_ETRUNCATED = -5, /* the body ended before the final boundary */
+    MULTIPART_EOUTSIDE = -6,   /* over MULTIPART_OUTSIDE_MAX bytes outside the parts */
 };
 
 typedef struct multipart_part {
@@ -53,7 +56,8 @@ typedef struct multipart {
     bool is_file;
     size_t hlen; /* header block bytes */
     char header[MULTIPART_HEADER_MAX + 1];
-    size_t flen; /* field value bytes */
+    size_t flen;    /* field value bytes */
+    size_t outside; /* preamble and epilogue bytes */
     char field[MULTIPART_FIELD_MAX + 1];
     char strings[MULTIPART_HEADER_MAX * 3 + 16]; /* decoded name, filename, content type */
     multipart_part_t part;

@@ -8,8 +8,8 @@
  *   POST   /api/files/:fileId/attach                      Coach (own mentorships), Manager+
  *   DELETE /api/files/:fileId/attach/:objectType/:objectId  as attach
  *   GET    /api/files/mentorship/:mentorshipId/attachments  readers of the mentorship
- *   PUT    /api/files/local?...                           local driver's presigned upload
- *   GET    /api/files/local?...                           local driver's presigned download
+ *   PUT    /api/files/local?...                           local driver's upload (files_local.c)
+ *   GET    /api/files/local?...                           local driver's download (files_local.c)
  *
  * Who reads a file: PlatformAdmin and Owner any; the uploader their own; in the file's
  * organization, Manager and OrganizationAdmin any, a coach or teacher the files attached to
@@ -21,7 +21,6 @@
  */
 #include "routes/files.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -45,8 +44,6 @@
 #include "rt/storage.h"
 
 #define MIB (1024ULL * 1024ULL)
-#define LOCAL_PUT_LIMIT (512 * MIB)
-#define DOWNLOAD_MAX_PENDING (1024 * 1024)
 
 static void presign_file(http_req_t *req);
 static void register_file(http_req_t *req);
@@ -54,8 +51,6 @@ static void get_file(http_req_t *req);
 static void attach_file(http_req_t *req);
 static void detach_file(http_req_t *req);
 static void list_attachments(http_req_t *req);
-static void local_put(http_req_t *req);
-static void local_get(http_req_t *req);
 
 /* ---- shared rules ---- */
 
@@ -588,257 +583,6 @@ static void list_attachments(http_req_t *req)
     db_req_query(req, SQL_FILES_ATTACHMENTS, 1, params, on_attachments);
 }
 
-/* ---- local driver: presigned PUT ---- */
-
-typedef struct lput_state {
-    storage_grant_t g;
-    storage_writer_t *w;
-    uint64_t got;
-    bool failed;
-} lput_state_t;
-
-static void lput_on_gone(http_req_t *req)
-{
-    lput_state_t *st = req->data;
-    if (st->w) storage_writer_abort(st->w);
-    st->w = NULL;
-}
-
-static void lput_on_drain(void *data)
-{
-    http_req_resume_body(data);
-}
-
-static int lput_on_chunk(http_req_t *req, const char *data, size_t len)
-{
-    lput_state_t *st = req->data;
-    st->got += len;
-    if (st->got > st->g.size) {
-        storage_writer_abort(st->w);
-        st->w = NULL;
-        http_reply_error(req, 403, "FORBIDDEN", "The body is larger than the signed size");
-        return -1;
-    }
-    if (storage_writer_write(st->w, data, len)) http_req_pause_body(req);
-    return 0;
-}
-
-static void lput_on_stored(int rc, uint64_t size, const char *hex, void *data)
-{
-    http_req_t *req = data;
-    (void)size;
-    (void)hex;
-    lput_state_t *st = req->data;
-    st->w = NULL;
-    if (!storage_back(req)) return;
-    if (rc != 0) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
-        return;
-    }
-    http_reply_empty(req, 200);
-}
-
-static void lput_on_end(http_req_t *req)
-{
-    lput_state_t *st = req->data;
-    if (st->got != st->g.size) {
-        storage_writer_abort(st->w);
-        st->w = NULL;
-        http_reply_error(req, 403, "FORBIDDEN", "The body is smaller than the signed size");
-        return;
-    }
-    storage_writer_t *w = st->w;
-    st->w = NULL; /* finishing: the writer frees itself, abort no longer applies */
-    storage_hold(req);
-    storage_writer_finish(w, st->g.key, st->g.mime_type, lput_on_stored, req);
-}
-
-static void local_put(http_req_t *req)
-{
-    lput_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (storage_local_verify(req, HTTP_M_PUT, &st->g) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The upload URL is invalid or has expired");
-        return;
-    }
-    const char *ct = http_req_header(req, "Content-Type");
-    if (!ct || strcasecmp(ct, st->g.mime_type) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "Content-Type differs from the signed one");
-        return;
-    }
-    if (!req->has_content_length || req->content_length != st->g.size) {
-        http_reply_error(req, 403, "FORBIDDEN", "Content-Length differs from the signed size");
-        return;
-    }
-    req->data = st;
-    st->w = storage_writer_new(lput_on_drain, req);
-    req->on_gone = lput_on_gone;
-    if (st->g.size == 0) {
-        lput_on_end(req);
-        return;
-    }
-    http_req_read_body(req, lput_on_chunk, lput_on_end);
-}
-
-/* ---- local driver: presigned GET ---- */
-
-typedef struct lget_state {
-    uv_fs_t fs;
-    uv_timer_t wait;
-    bool timer_on;
-    uv_file fd;
-    http_req_t *req;
-    char *buf;
-    int64_t off, size;
-    bool closing;
-} lget_state_t;
-
-static void lget_read(lget_state_t *st);
-
-static void lget_on_timer_closed(uv_handle_t *h)
-{
-    lget_state_t *st = container_of((uv_timer_t *)h, lget_state_t, wait);
-    http_req_unref(st->req);
-    free(st->buf);
-    free(st);
-}
-
-/* Ends the download: the file is closed synchronously-free (uv_fs_close with a callback), then
- * the timer handle, then the state. */
-static void lget_on_closed(uv_fs_t *fs)
-{
-    lget_state_t *st = container_of(fs, lget_state_t, fs);
-    uv_fs_req_cleanup(fs);
-    uv_close((uv_handle_t *)&st->wait, lget_on_timer_closed);
-}
-
-static void lget_end(lget_state_t *st)
-{
-    if (st->closing) return;
-    st->closing = true;
-    uv_timer_stop(&st->wait);
-    if (!http_req_gone(st->req) && st->req->streaming) http_stream_close(st->req);
-    if (st->fd >= 0) {
-        uv_fs_close(http_loop(), &st->fs, st->fd, lget_on_closed);
-        st->fd = -1;
-        return;
-    }
-    uv_close((uv_handle_t *)&st->wait, lget_on_timer_closed);
-}
-
-static void lget_on_wait(uv_timer_t *t)
-{
-    lget_read(container_of(t, lget_state_t, wait));
-}
-
-static void lget_on_read(uv_fs_t *fs)
-{
-    lget_state_t *st = container_of(fs, lget_state_t, fs);
-    ssize_t n = fs->result;
-    uv_fs_req_cleanup(fs);
-    if (http_req_gone(st->req) || n <= 0) {
-        lget_end(st);
-        return;
-    }
-    sbuf_t *b = sbuf_new(st->buf, (size_t)n);
-    int rc = http_stream_write(st->req, b, SIZE_MAX);
-    sbuf_unref(b);
-    st->off += n;
-    if (rc != 0 || st->off >= st->size) {
-        lget_end(st);
-        return;
-    }
-    lget_read(st);
-}
-
-/* Reads the next piece once the socket has taken most of what is queued (no drain callback
- * exists for streams, so a short timer polls while the client is slow). */
-static void lget_read(lget_state_t *st)
-{
-    if (http_req_gone(st->req)) {
-        lget_end(st);
-        return;
-    }
-    if (http_stream_pending(st->req) > DOWNLOAD_MAX_PENDING) {
-        uv_timer_start(&st->wait, lget_on_wait, 5, 0);
-        return;
-    }
-    uv_buf_t b = uv_buf_init(st->buf, STORAGE_WRITER_CHUNK);
-    if (uv_fs_read(http_loop(), &st->fs, st->fd, &b, 1, st->off, lget_on_read) != 0) lget_end(st);
-}
-
-static void lget_on_stat(uv_fs_t *fs)
-{
-    lget_state_t *st = container_of(fs, lget_state_t, fs);
-    int rc = (int)fs->result;
-    st->size = (int64_t)fs->statbuf.st_size;
-    uv_fs_req_cleanup(fs);
-    http_req_t *req = st->req;
-    if (rc != 0 || http_req_gone(req)) {
-        if (!http_req_gone(req))
-            http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
-        lget_end(st);
-        return;
-    }
-    storage_grant_t *g = req->data;
-    http_res_header(req, "Content-Disposition",
-                    storage_content_disposition(&req->arena, g->filename));
-    http_res_header(req, "Cache-Control", "private, max-age=900");
-    if (req->method == HTTP_M_HEAD || st->size == 0) {
-        http_reply(req, 200, g->mime_type, "", 0);
-        lget_end(st);
-        return;
-    }
-    /* The stream head has no length of its own; the file's size is known. */
-    http_res_header(req, "Content-Length", arena_printf(&req->arena, "%lld", (long long)st->size));
-    http_stream_open(req, 200, g->mime_type);
-    lget_read(st);
-}
-
-static void lget_on_open(uv_fs_t *fs)
-{
-    lget_state_t *st = container_of(fs, lget_state_t, fs);
-    int fd = (int)fs->result;
-    uv_fs_req_cleanup(fs);
-    http_req_t *req = st->req;
-    if (fd < 0) {
-        if (!http_req_gone(req)) {
-            if (fd == UV_ENOENT)
-                http_reply_error(req, 404, "NOT_FOUND", "File not found");
-            else
-                http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
-        }
-        lget_end(st);
-        return;
-    }
-    st->fd = fd;
-    if (http_req_gone(req)) {
-        lget_end(st);
-        return;
-    }
-    uv_fs_fstat(http_loop(), &st->fs, fd, lget_on_stat);
-}
-
-static void local_get(http_req_t *req)
-{
-    storage_grant_t *g = arena_calloc(&req->arena, sizeof(*g));
-    if (storage_local_verify(req, HTTP_M_GET, g) != 0) {
-        http_reply_error(req, 403, "FORBIDDEN", "The download URL is invalid or has expired");
-        return;
-    }
-    req->data = g;
-    lget_state_t *st = xcalloc(1, sizeof(*st));
-    st->req = req;
-    st->fd = -1;
-    st->buf = xmalloc(STORAGE_WRITER_CHUNK);
-    http_req_ref(req);
-    uv_timer_init(http_loop(), &st->wait);
-    if (uv_fs_open(http_loop(), &st->fs, storage_local_path(&req->arena, g->key),
-                   O_RDONLY | O_CLOEXEC, 0, lget_on_open) != 0) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
-        lget_end(st);
-    }
-}
-
 static const route_t file_routes[] = {
     {HTTP_M_POST, "/api/files/presign", presign_file, AUTH_ORG, ROLE_NONE, 0, 0},
     {HTTP_M_POST, "/api/files/register", register_file, AUTH_ORG, ROLE_NONE, 0, 0},
@@ -848,13 +592,11 @@ static const route_t file_routes[] = {
      ROLE_COACH, 0, 0},
     {HTTP_M_GET, "/api/files/mentorship/:mentorshipId/attachments", list_attachments, AUTH_ORG,
      ROLE_NONE, 0, 0},
-    {HTTP_M_PUT, "/api/files/local", local_put, AUTH_PUBLIC, ROLE_NONE, ROUTE_STREAM_BODY,
-     LOCAL_PUT_LIMIT},
-    {HTTP_M_GET, "/api/files/local", local_get, AUTH_PUBLIC, ROLE_NONE, 0, 0},
 };
 
 void routes_files_register(void)
 {
     router_add(file_routes, sizeof(file_routes) / sizeof(file_routes[0]));
     files_upload_register();
+    files_local_register();
 }

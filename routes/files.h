@@ -10,6 +10,7 @@
 #include "core/arena.h"
 #include "core/http.h"
 #include "routes/context.h"
+#include "rt/storage.h"
 
 /* The size limit of an allowed MIME type (INTERFACE.md "Limits"), 0 when the type is not
  * allowed. mime must be normalized (files_mime_normalize). */
@@ -41,4 +42,22 @@ const char *files_render_refs(http_req_t *req, const char *body, size_t len, siz
 /* Whether a JSON body holds a storage reference that files_render_refs would render. */
 bool files_has_refs(const char *body, size_t len);
 
+/* The storage writer behind a streamed request body (multipart upload, local presigned PUT). It
+ * holds a reference on req while it may call back (it pauses and resumes the body as the disk
+ * keeps up). Exactly one of files_body_abort (idempotent; the route's on_gone and error paths)
+ * and files_body_finish ends it. */
+typedef struct files_body {
+    storage_writer_t *w; /* NULL once aborted or finishing */
+    http_req_t *req;
+} files_body_t;
+void files_body_open(files_body_t *b, http_req_t *req);
+/* Copies the bytes in; pauses the body while the writer is behind. */
+void files_body_write(files_body_t *b, const char *data, size_t len);
+void files_body_abort(files_body_t *b);
+/* Stores the bytes under key; cb(rc, size, sha256 hex, req) fires once and must drop the
+ * writer's reference on req (http_req_unref) after its last use of the request. rc is 0,
+ * STORAGE_EIO, or STORAGE_EEXIST (local driver: the key already holds an object). */
+void files_body_finish(files_body_t *b, const char *key, const char *mime, storage_hash_cb cb);
+
 void files_upload_register(void);
+void files_local_register(void);

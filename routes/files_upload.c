@@ -5,8 +5,12 @@
  * storage writer (rt/storage.h): a temporary file hashed on the thread pool, moved into place
  * (local) or PUT to the bucket (s3) once the body is complete. The MIME limit is checked on
  * every piece: past it the writer is discarded and 413 goes out at once. Reading pauses while
- * the writer is two buffers behind, so memory stays bounded whatever the size. A client that
- * goes away mid-stream leaves nothing: the writer removes its temporary file.
+ * the writer is two buffers behind, so memory stays bounded whatever the size.
+ *
+ * Endings: up_on_gone is the one teardown of a request that ends before its answer (the client
+ * leaving at any byte, a malformed chunk, a deadline; core/http.h): it discards the writer,
+ * which removes its temporary file. Once the writer is finishing, up_on_stored owns the rest
+ * and deletes the stored object when the client is gone by then.
  *
  * Fields may come before or after the file: prefix (default "uploads"), target ("avatar" for
  * the caller's avatar, "orgLogo" with organizationId for an organization logo; OrganizationAdmin
@@ -45,7 +49,7 @@ enum { STOP = 1 }; /* a multipart callback replied and stops the parser */
 
 typedef struct upload_state {
     multipart_t mp;
-    storage_writer_t *w;
+    files_body_t body;
     bool have_file, file_done, failed;
     const char *filename, *mime;
     uint64_t limit, got;
@@ -58,8 +62,7 @@ typedef struct upload_state {
 static void upload_fail(http_req_t *req, int status, const char *code, const char *msg)
 {
     upload_state_t *st = req->data;
-    if (st->w) storage_writer_abort(st->w);
-    st->w = NULL;
+    files_body_abort(&st->body);
     st->failed = true;
     http_reply_error(req, status, code, msg);
 }
@@ -67,13 +70,7 @@ static void upload_fail(http_req_t *req, int status, const char *code, const cha
 static void up_on_gone(http_req_t *req)
 {
     upload_state_t *st = req->data;
-    if (st->w) storage_writer_abort(st->w);
-    st->w = NULL;
-}
-
-static void up_on_drain(void *data)
-{
-    http_req_resume_body(data);
+    files_body_abort(&st->body);
 }
 
 static int up_on_field(void *ud, const char *name, const char *value, size_t len)
@@ -117,7 +114,7 @@ static int up_on_file_begin(void *ud, const multipart_part_t *p)
     }
     st->mime = mime;
     st->filename = arena_strdup(&req->arena, p->filename);
-    st->w = storage_writer_new(up_on_drain, req);
+    files_body_open(&st->body, req);
     return 0;
 }
 
@@ -125,7 +122,7 @@ static int up_on_file_data(void *ud, const char *data, size_t len)
 {
     http_req_t *req = ud;
     upload_state_t *st = req->data;
-    if (!st->w) return 0;
+    if (!st->body.w) return 0;
     st->got += len;
     if (st->got > st->limit) {
         upload_fail(req, 413, "PAYLOAD_TOO_LARGE",
@@ -133,7 +130,7 @@ static int up_on_file_data(void *ud, const char *data, size_t len)
                                  (unsigned long long)(st->limit / MIB)));
         return STOP;
     }
-    if (storage_writer_write(st->w, data, len)) http_req_pause_body(req);
+    files_body_write(&st->body, data, len);
     return 0;
 }
 
@@ -141,7 +138,7 @@ static int up_on_file_end(void *ud)
 {
     http_req_t *req = ud;
     upload_state_t *st = req->data;
-    if (st->w) st->file_done = true;
+    if (st->body.w) st->file_done = true;
     return 0;
 }
 
@@ -156,6 +153,8 @@ static int up_on_chunk(http_req_t *req, const char *data, size_t len)
     if (rc == 0) return 0;
     if (rc == MULTIPART_EHEADER || rc == MULTIPART_EFIELD)
         upload_fail(req, 413, "PAYLOAD_TOO_LARGE", "A form field or part header is too large");
+    else if (rc == MULTIPART_EOUTSIDE)
+        upload_fail(req, 413, "PAYLOAD_TOO_LARGE", "Too much data outside the form's parts");
     else if (rc < 0)
         upload_fail(req, 400, "VALIDATION_ERROR", "Malformed multipart body");
     return -1;
@@ -204,29 +203,28 @@ static void up_on_inserted(http_req_t *req, db_result_t *r)
                   avatar ? context_caller(req)->user_id : st->org_id, st->id, up_on_ref);
 }
 
+/* The writer is done; the reference it held on req is dropped here, after the last use of the
+ * request and of its arena (st, st->key). */
 static void up_on_stored(int rc, uint64_t size, const char *hex, void *data)
 {
     http_req_t *req = data;
     upload_state_t *st = req->data;
-    st->w = NULL;
-    bool gone = http_req_gone(req);
-    http_req_unref(req);
-    if (gone) {
-        if (rc == 0) storage_delete(st->key, NULL, NULL);
-        return;
-    }
-    if (rc != 0) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
-        return;
-    }
     (void)size;
-    caller_t *c = context_caller(req);
-    st->hash = arena_strdup(&req->arena, hex);
-    char sz[24];
-    snprintf(sz, sizeof sz, "%llu", (unsigned long long)st->got);
-    const char *params[] = {st->id,   c->org_id, c->user_id, st->filename,
-                            st->mime, sz,        st->hash,   st->key};
-    db_req_query(req, SQL_FILES_UP_INSERT, 8, params, up_on_inserted);
+    if (http_req_gone(req)) {
+        /* No answer can tell the client the file's id: the object must not stay behind. */
+        if (rc == 0) storage_delete(st->key, NULL, NULL);
+    } else if (rc != 0) {
+        http_reply_error(req, 503, "UNAVAILABLE", "Storage is unavailable");
+    } else {
+        caller_t *c = context_caller(req);
+        st->hash = arena_strdup(&req->arena, hex);
+        char sz[24];
+        snprintf(sz, sizeof sz, "%llu", (unsigned long long)st->got);
+        const char *params[] = {st->id,   c->org_id, c->user_id, st->filename,
+                                st->mime, sz,        st->hash,   st->key};
+        db_req_query(req, SQL_FILES_UP_INSERT, 8, params, up_on_inserted);
+    }
+    http_req_unref(req);
 }
 
 static void up_store(http_req_t *req)
@@ -235,18 +233,17 @@ static void up_store(http_req_t *req)
     new_uuid(st->id);
     st->key =
         storage_key_make(&req->arena, st->prefix ? st->prefix : "uploads", st->id, st->filename);
-    storage_writer_t *w = st->w;
-    st->w = NULL; /* finishing: the writer frees itself, abort no longer applies */
-    http_req_ref(req);
-    storage_writer_finish(w, st->key, st->mime, up_on_stored, req);
+    /* Finishing: up_on_stored owns what is left, and req->data changes hands later (the avatar
+     * and logo steps), so nothing may read it as upload state from on_gone any more. */
+    req->on_gone = NULL;
+    files_body_finish(&st->body, st->key, st->mime, up_on_stored);
 }
 
 static void up_on_logo_admin(http_req_t *req, db_result_t *r)
 {
     upload_state_t *st = req->data;
     if (!db_ok_or_reply(req, r)) {
-        if (st->w) storage_writer_abort(st->w);
-        st->w = NULL;
+        files_body_abort(&st->body);
         return;
     }
     if (db_get(r, 0, FILES_LOGO_ADMIN_ORG_EXISTS)[0] != 't') {
@@ -286,12 +283,11 @@ static void up_on_end(http_req_t *req)
     if (st->target && st->mime && strncmp(st->mime, "image/", 6) != 0)
         verr_add(&v, "file", "must be an image for an avatar or a logo");
     if (v.n) {
-        if (st->w) storage_writer_abort(st->w);
-        st->w = NULL;
+        files_body_abort(&st->body);
         verr_reply(req, &v);
         return;
     }
-    if (!st->file_done || !st->w) {
+    if (!st->file_done || !st->body.w) {
         upload_fail(req, 400, "VALIDATION_ERROR", "Malformed or incomplete multipart body");
         return;
     }

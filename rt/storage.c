@@ -8,8 +8,10 @@
  */
 #include "rt/storage.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <mbedtls/sha256.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,10 @@ static struct {
     uv_timer_t secret_timer; /* retries loading the database secret until it is there */
     uv_timer_t janitor;
     bool janitor_running;
+    bool sweep_running;
+    uv_work_t sweep;
+    int swept;
+    char host[64]; /* gethostname, reduced to [A-Za-z0-9.-]: the temporary files' prefix */
     const char *region;
     char *endpoint;
 } S;
@@ -51,6 +57,7 @@ static void load_secret(uv_timer_t *t);
 static void on_secret(db_result_t *r, void *data);
 static void on_janitor(uv_timer_t *t);
 static void on_janitor_done(db_result_t *r, void *data);
+static void tmp_sweep_start(void);
 
 /* ---- setup ---- */
 
@@ -97,10 +104,22 @@ int storage_init(uv_loop_t *loop)
         log_warn("storage: STORAGE_SECRET needs %d to %zu characters; using the database secret",
                  SECRET_MIN, sizeof(S.secret) - 1);
     }
+    char host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    size_t hn = 0;
+    for (size_t i = 0; host[i] && hn + 1 < sizeof S.host; i++) {
+        char c = host[i];
+        bool ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.';
+        S.host[hn++] = ok ? c : '_';
+    }
+    if (hn == 0) S.host[hn++] = '_';
+    S.host[hn] = '\0';
     int rc = uv_timer_init(loop, &S.secret_timer);
     if (rc == 0) rc = uv_timer_init(loop, &S.janitor);
     if (rc != 0) return rc;
     S.started = true;
+    tmp_sweep_start(); /* what a crashed worker left behind */
     if (!S.secret_len) uv_timer_start(&S.secret_timer, load_secret, 0, 1000);
     int every = config_int("STORAGE_JANITOR_INTERVAL_SECONDS", 3600, 1, 86400);
     uv_timer_start(&S.janitor, on_janitor, 5000, (uint64_t)every * 1000);
@@ -131,6 +150,60 @@ bool storage_ready(void)
 bool storage_is_local(void)
 {
     return S.local;
+}
+
+/* ---- temporary files ---- */
+
+/* Whether a temporary file may go: a worker of this host that is not running made it, or it
+ * has not been written for STORAGE_TMP_MAX_AGE. Pool thread. */
+static bool tmp_orphaned(const char *name, time_t mtime, time_t now)
+{
+    size_t hl = strlen(S.host);
+    if (strncmp(name, S.host, hl) == 0 && name[hl] == '-') {
+        char *end;
+        long pid = strtol(name + hl + 1, &end, 10);
+        if (end != name + hl + 1 && *end == '-' && pid > 0 && pid != (long)getpid() &&
+            kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            return true;
+    }
+    return now - mtime > STORAGE_TMP_MAX_AGE;
+}
+
+static void on_sweep_work(uv_work_t *w)
+{
+    (void)w;
+    S.swept = 0;
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s/.tmp", cfg.storage_dir) >= (int)sizeof dir) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".part") != 0) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (tmp_orphaned(e->d_name, st.st_mtime, now) && unlinkat(dirfd(d), e->d_name, 0) == 0)
+            S.swept++;
+    }
+    closedir(d);
+}
+
+static void on_sweep_done(uv_work_t *w, int status)
+{
+    (void)w;
+    (void)status;
+    S.sweep_running = false;
+    if (S.swept > 0) log_info("storage: removed %d orphaned temporary upload file(s)", S.swept);
+}
+
+static void tmp_sweep_start(void)
+{
+    if (S.sweep_running) return;
+    S.sweep_running = true;
+    if (uv_queue_work(S.loop, &S.sweep, on_sweep_work, on_sweep_done) != 0) S.sweep_running = false;
 }
 
 /* ---- janitor ---- */
@@ -165,6 +238,7 @@ static void on_janitor_done(db_result_t *r, void *data)
 static void on_janitor(uv_timer_t *t)
 {
     (void)t;
+    tmp_sweep_start();
     if (S.janitor_running) return;
     S.janitor_running = true;
     db_query(SQL_JANITOR, 0, NULL, on_janitor_done, NULL);
@@ -761,6 +835,20 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Moves from to to unless to exists (-EEXIST then): renameat2 where the file system has it,
+ * else link + unlink, which is as atomic for this purpose. Two uploads racing on one key: one
+ * wins, the other gets -EEXIST. Pool thread. */
+static int rename_noreplace(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -errno;
+#endif
+    if (link(from, to) != 0) return -errno;
+    unlink(from);
+    return 0;
+}
+
 static void on_writer_work(uv_work_t *work)
 {
     storage_writer_t *w = container_of(work, storage_writer_t, work);
@@ -799,9 +887,11 @@ static void on_writer_work(uv_work_t *work)
     uint8_t digest[CRYPTO_SHA256_LEN];
     mbedtls_sha256_finish_ret(&w->sha, digest);
     crypto_hex_encode(digest, sizeof digest, w->hex);
-    if (w->dest[0]) { /* local: move into place */
-        if (mkdirs_for(w->dest) != 0 || rename(w->tmp, w->dest) != 0) {
-            w->job_rc = -errno;
+    if (w->dest[0]) { /* local: move into place, never over an existing object */
+        int rc = mkdirs_for(w->dest);
+        if (rc == 0) rc = rename_noreplace(w->tmp, w->dest);
+        if (rc != 0) {
+            w->job_rc = rc;
             return;
         }
         w->tmp[0] = '\0';
@@ -851,7 +941,8 @@ storage_writer_t *storage_writer_new(void (*on_drain)(void *data), void *data)
     char hex[25];
     random_bytes(rnd, sizeof rnd);
     crypto_hex_encode(rnd, sizeof rnd, hex);
-    snprintf(w->tmp, sizeof w->tmp, "%s/.tmp/%s.part", cfg.storage_dir, hex);
+    snprintf(w->tmp, sizeof w->tmp, "%s/.tmp/%s-%ld-%s.part", cfg.storage_dir, S.host,
+             (long)getpid(), hex);
     mbedtls_sha256_init(&w->sha);
     mbedtls_sha256_starts_ret(&w->sha, 0);
     return w;
@@ -976,12 +1067,16 @@ static void on_writer_done(uv_work_t *work, int status)
         }
         return;
     }
-    if (w->job_rc != 0) {
+    bool exists = op == W_FINAL && w->job_rc == -EEXIST;
+    if (w->job_rc != 0 && !exists) {
         if (!w->failed) log_warn("storage: writing %s failed: %s", w->tmp, strerror(-w->job_rc));
         w->failed = true;
     }
     if (op == W_FINAL) {
-        if (w->failed) {
+        if (exists) {
+            writer_report(w, STORAGE_EEXIST);
+            writer_submit(w, W_DISCARD);
+        } else if (w->failed) {
             writer_report(w, STORAGE_EIO);
             writer_submit(w, W_DISCARD);
         } else if (w->dest[0]) {

@@ -34,6 +34,7 @@ enum storage_err {
     STORAGE_EIO = -1,     /* storage failed or is unreachable */
     STORAGE_ENOENT = -2,  /* no such object */
     STORAGE_ECONFIG = -3, /* storage is not configured (or the secret is not loaded yet) */
+    STORAGE_EEXIST = -4,  /* local writer: the key already holds an object (never replaced) */
 };
 
 /* Reads the driver settings, loads the local secret and starts the janitor that deletes
@@ -99,9 +100,15 @@ void storage_check(storage_done_cb cb, void *data);
  * Streaming writer: bytes arrive in any pieces, are written to a temporary file under
  * STORAGE_DIR/.tmp and hashed (SHA-256) on the thread pool as they come, with at most two
  * buffers of STORAGE_WRITER_CHUNK held in memory, so memory stays bounded whatever the size.
- * finish moves the file into place (local: rename; s3: PUT of the file, then the temporary file
- * is removed). abort removes everything written so far.
+ * finish moves the file into place (local: a rename that never replaces an existing object,
+ * STORAGE_EEXIST then; s3: PUT of the file, then the temporary file is removed). abort removes
+ * everything written so far.
+ *
+ * Temporary files are named "<host>-<pid>-<random>.part", so the sweep (at start-up and with
+ * every janitor run) removes those of workers of this host that are no longer running (a
+ * crash), and any older than STORAGE_TMP_MAX_AGE (another host's crash on a shared folder).
  */
+#define STORAGE_TMP_MAX_AGE (6 * 3600)
 #define STORAGE_WRITER_CHUNK (256 * 1024)
 typedef struct storage_writer storage_writer_t;
 /* on_drain(data) fires when a writer that asked the caller to pause can take more. */
