@@ -1,10 +1,10 @@
 /*
  * The streaming file routes as a signed-in client reaches them: POST /api/files/upload
  * (routes/files_upload.c: multipart into the storage writer of rt/storage.c on the thread pool,
- * then the file row), PUT /api/files/local and GET /api/files/local (routes/files.c: presigned
- * local URLs, streamed into the writer or out of a file), through the real core/http.c, the real
- * router and the real guard (routes/context.c: session cookie -> user -> organization -> role
- * against PostgreSQL, its per-worker cache invalidated through Redis).
+ * then the file row), PUT /api/files/local and GET /api/files/local (routes/files_local.c:
+ * presigned local URLs, streamed into the writer or out of a file), through the real core/http.c,
+ * the real router and the real guard (routes/context.c: session cookie -> user -> organization
+ * -> role against PostgreSQL, its per-worker cache invalidated through Redis).
  *
  * A target of its own rather than a mode of fuzz_http: it needs a PostgreSQL and a Redis
  * (scripts/fuzz starts them for it: DATABASE_URL, REDIS_URL), links every library of the
@@ -16,11 +16,17 @@
  * it. Three objects are written under STORAGE_DIR/Fixture (upper case: no upload prefix can
  * reach it): 6 MiB, 1 KiB and empty, to be downloaded through presigned GET URLs.
  *
- * An input is one client connection. Its first byte: bits 0-5 choose the size of the pieces the
- * client sends (0: as much as the socket takes; n: n*n*8 bytes), with loop turns between pieces;
- * bit 6: the client reads nothing until its program has ended (a slow reader: the server's
- * writes back up); bit 7: the client's receive buffer is small (4 KiB). The rest is sent as it is,
- * except for these escapes:
+ * An input is one client connection. Its first byte is the client's manner:
+ *   bits 0-3  the size of the pieces it sends, with a loop turn between pieces (0: as much as the
+ *             socket takes; n: 4*n^4 bytes, 4 to 202,500)
+ *   bits 4-5  how it ends after the last byte of its program (so that leaving at the worst
+ *             moment is one mutation away): 2 (' ') reads the answers, half-closes and waits for
+ *             the server to close; 3 half-closes at once; 0 resets at once; 1 resets after one
+ *             turn of the loop
+ *   bit 6     it reads nothing until its program has ended (a slow reader: the server's writes
+ *             back up)
+ *   bit 7     its receive buffer is small (4 KiB)
+ * The rest is its program: bytes sent as they are, except for these escapes:
  *
  *   $S  the member's session token ($A the PlatformAdmin's)      $O  the organization's id
  *   $G  the query of a valid presigned GET of the 6 MiB object ($g 1 KiB, $z empty, $m missing)
@@ -34,8 +40,8 @@
  *   $R  RST: the client resets the connection here (the program ends)
  *   $$  a literal '$'
  *
- * After the program the client waits for the answers, half-closes, and waits for the server to
- * close. Then the loop runs until it is idle: no connection, no thread-pool or file job, no
+ * After the program and its ending, the client reads what is left and closes (a reset). Then the
+ * loop runs until it is idle: no connection, no thread-pool or file job, no
  * query busy or queued. Oracles: the sanitizers (a use-after-free when an upload's writer
  * outlives its request, say); every connection is closed; no temporary file is left in
  * STORAGE_DIR/.tmp once the loop is idle (the writer of every upload was finished or aborted).
@@ -640,7 +646,9 @@ static void remove_stored(void)
 
 static void run_program(const program_t *p, uint8_t control)
 {
-    size_t piece = (control & 63) ? (size_t)(control & 63) * (control & 63) * 8 : 1 << 20;
+    size_t n = control & 15;
+    size_t piece = n ? 4 * n * n * n * n : 1 << 20;
+    int ending = (control >> 4) & 3;
     client_t c = {.fd = client_connect(), .reading = !(control & 0x40)};
     if (control & 0x80) {
         int small = 4096;
@@ -677,10 +685,14 @@ static void run_program(const program_t *p, uint8_t control)
             break;
         }
     }
-    if (c.fd >= 0) {
-        /* The client reads the answers now, then half-closes and waits for the server's end. */
+    if (c.fd >= 0 && (ending == 0 || ending == 1)) {
+        if (ending == 1) turn(&c, 0, 0);
+        close(c.fd); /* SO_LINGER 0: a reset */
+    } else if (c.fd >= 0) {
+        /* The client reads the answers (ending 2: first, then half-closes; 3: after the FIN),
+         * and waits for the server's end. */
         c.reading = true;
-        client_wait_quiet(&c, now_ms() + 1000);
+        if (ending == 2) client_wait_quiet(&c, now_ms() + 1000);
         if (!fin) shutdown(c.fd, SHUT_WR);
         uint64_t end = now_ms() + 2000;
         while (!c.eof && now_ms() < end)
