@@ -209,7 +209,10 @@ static bool client_send(client_t *c, const char *data, size_t len, size_t piece,
     size_t off = 0;
     uint64_t stuck_since = 0;
     while (off < len) {
-        size_t k = len - off < piece ? len - off : piece;
+        /* Past its first 64 KiB a send goes in pieces of 64 KiB at least: a head and the start
+         * of a body are split as the input says, and a body of megabytes still takes few turns. */
+        size_t step = off >= 64 * 1024 && piece < 64 * 1024 ? 64 * 1024 : piece;
+        size_t k = len - off < step ? len - off : step;
         ssize_t w = send(c->fd, data + off, k, MSG_NOSIGNAL);
         if (w > 0) {
             off += (size_t)w;
