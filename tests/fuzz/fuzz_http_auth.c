@@ -34,8 +34,9 @@
  *   $F<n><c>  n copies of the byte c (at most 8 MiB): large bodies and chunks in a small input
  *   $L  the length of the body that follows: from the end of the next head (CRLF CRLF) to the
  *       next action below or the end of the input
- *   $W  wait until the server has been quiet for a moment    $J  wait until no thread-pool or
- *   file job is running (a writer has finished its step)      $T  one turn of the loop
+ *   $W  wait until the server has been quiet for a moment (no answer arriving, no job running)
+ *   $J  wait until no query, thread-pool or file job is running (a writer has finished its step),
+ *       whatever arrives meanwhile                            $T  one turn of the loop
  *   $E  FIN: the client half-closes here (the rest is not sent)
  *   $R  RST: the client resets the connection here (the program ends)
  *   $$  a literal '$'
@@ -90,8 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FIXTURE_SMALL 1024u
 #define FILL_MAX (8u * 1024 * 1024)
 #define EXPANDED_MAX (16u * 1024 * 1024)
-#define PROGRAM_MS 5000 /* the client's own program; libFuzzer's -timeout is 10 s */
-#define SETTLE_MS 3000  /* the loop must be idle this long after the client has gone */
+/* The client's program, then its ending (at most 1 s of answers and 1.5 s for the server's
+ * close), then the settling: at most 8.5 s in all, under libFuzzer's -timeout of 10 s. */
+#define PROGRAM_MS 3000
+#define SETTLE_MS 3000 /* the loop must be idle within this once the client has gone */
 #define PASSWORD "Fuzz-password-1"
 #define ADMIN_EMAIL "fuzz-admin@coachd.test"
 
@@ -230,13 +233,25 @@ static bool client_send(client_t *c, const char *data, size_t len, size_t piece,
     return true;
 }
 
-/* Runs the loop until nothing has arrived for a few quiet turns and no job is running. */
-static void client_wait_quiet(client_t *c, uint64_t deadline)
+/* Runs the loop until the server is quiet: nothing arrives (answers only: a $J ignores them)
+ * and no query, thread-pool or file job is running. The loop's request count also holds the
+ * server's writes: to a client that reads nothing they never finish, so for such a client a count
+ * that has stopped changing for 25 turns (about 50 ms) counts as quiet too. */
+static void client_wait(client_t *c, uint64_t deadline, bool answers)
 {
     int quiet = 0;
-    while (quiet < 4 && now_ms() < deadline) {
+    unsigned last = loop->active_reqs.count;
+    for (;;) {
+        unsigned reqs = loop->active_reqs.count;
+        if (quiet >= (reqs == 0 ? 4 : 25) || now_ms() >= deadline) return;
         size_t got = turn(c, 2, c->reading ? POLLIN : 0);
-        quiet = got || pool_busy() ? 0 : quiet + 1;
+        db_pool_stats_t s;
+        db_pool_stats(&s);
+        reqs = loop->active_reqs.count;
+        bool still = (!answers || got == 0) && s.busy == 0 && s.queued == 0 &&
+                     (reqs == 0 || (!c->reading && reqs == last));
+        quiet = still ? quiet + 1 : 0;
+        last = reqs;
     }
 }
 
@@ -677,11 +692,10 @@ static void run_program(const program_t *p, uint8_t control)
             fin = true;
             break;
         case OP_WAIT:
-            client_wait_quiet(&c, deadline);
+            client_wait(&c, deadline, true);
             break;
         case OP_JOBS:
-            while (loop->active_reqs.count > 0 && now_ms() < deadline)
-                turn(&c, 2, 0);
+            client_wait(&c, deadline, false);
             break;
         case OP_TURN:
             turn(&c, 0, 0);
@@ -695,9 +709,13 @@ static void run_program(const program_t *p, uint8_t control)
         /* The client reads the answers (ending 2: first, then half-closes; 3: after the FIN),
          * and waits for the server's end. */
         c.reading = true;
-        if (ending == 2) client_wait_quiet(&c, now_ms() + 1000);
+        if (control & 0x80) { /* the rest of a download, at the pace of a normal buffer */
+            int normal = 1 << 20;
+            setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &normal, sizeof normal);
+        }
+        if (ending == 2) client_wait(&c, now_ms() + 1000, true);
         if (!fin) shutdown(c.fd, SHUT_WR);
-        uint64_t end = now_ms() + 2000;
+        uint64_t end = now_ms() + 1500;
         while (!c.eof && now_ms() < end)
             turn(&c, 5, POLLIN);
         close(c.fd);
