@@ -8,7 +8,9 @@
  *
  * A target of its own rather than a mode of fuzz_http: it needs a PostgreSQL and a Redis
  * (scripts/fuzz starts them for it: DATABASE_URL, REDIS_URL), links every library of the
- * server, and runs about a tenth as fast, so fuzz_http keeps its fast, service-free inputs.
+ * server, and runs five to ten times slower, so fuzz_http keeps its fast, service-free inputs.
+ * Not reached here: the s3 driver (test_files_s3.py), and deadlines of a minute (an input lasts
+ * seconds: a client that stalls is ended by its own FIN or reset).
  *
  * Set-up (LLVMFuzzerInitialize), as a worker does (main.c run_worker) on a temporary STORAGE_DIR:
  * migrations, then every module and route; the world is made over HTTP through the same server:
@@ -18,7 +20,8 @@
  *
  * An input is one client connection. Its first byte is the client's manner:
  *   bits 0-3  the size of the pieces it sends, with a loop turn between pieces (0: as much as the
- *             socket takes; n: 4*n^4 bytes, 4 to 202,500)
+ *             socket takes; n: 4*n^4 bytes, 4 to 202,500; past the first 64 KiB of a send,
+ *             pieces of 64 KiB at least)
  *   bits 4-5  how it ends after the last byte of its program (so that leaving at the worst
  *             moment is one mutation away): 2 (' ') reads the answers, half-closes and waits for
  *             the server to close; 3 half-closes at once; 0 resets at once; 1 resets after one
@@ -42,8 +45,8 @@
  *   $$  a literal '$'
  *
  * After the program and its ending, the client reads what is left and closes (a reset). Then the
- * loop runs until it is idle: no connection, no thread-pool or file job, no
- * query busy or queued. Oracles: the sanitizers (a use-after-free when an upload's writer
+ * loop runs until it is idle: no connection, no thread-pool or file job, no query busy or queued.
+ * Oracles: the sanitizers (a use-after-free when an upload's writer
  * outlives its request, say); every connection is closed; no temporary file is left in
  * STORAGE_DIR/.tmp once the loop is idle (the writer of every upload was finished or aborted).
  * Stored objects are removed after each input; the fixtures stay.
