@@ -46,9 +46,9 @@
  *
  * After the program and its ending, the client reads what is left and closes (a reset). Then the
  * loop runs until it is idle: no connection, no thread-pool or file job, no query busy or queued.
- * Oracles: the sanitizers (a use-after-free when an upload's writer
- * outlives its request, say); every connection is closed; no temporary file is left in
- * STORAGE_DIR/.tmp once the loop is idle (the writer of every upload was finished or aborted).
+ * Oracles: the sanitizers (a use-after-free when an upload's writer outlives its request, say);
+ * every connection is closed; no temporary file is left in STORAGE_DIR/.tmp once the loop is
+ * idle (the writer of every upload was finished or aborted).
  * Stored objects are removed after each input; the fixtures stay.
  *
  * Inputs naming an /api/ path outside /api/files/ are refused (-1): sign-out, account or
