@@ -7,12 +7,13 @@ server (another process: what another host is to Redis).
 CTX_RYW_ROUNDS sets the rounds per kind (30 here; 1000 for the long form, see docs/testing.md);
 the counts are printed (pytest -s) as "ryw KIND: N rounds, S stale, T s"."""
 import os
+import subprocess
 import time
 
 import pytest
 
-from helpers import (BASE_URL, PASSWORD, SESSION_COOKIE, Client, second_coachd, sign_in, sign_up,
-                     unique_email)
+from helpers import (BASE_URL, DATABASE_URL, PASSWORD, SESSION_COOKIE, Client, redis_cli,
+                     second_coachd, sign_in, sign_up, unique_email)
 from orgs import Org, make_platform_admin
 
 ROUNDS = int(os.environ.get("CTX_RYW_ROUNDS", "30"))
@@ -196,3 +197,38 @@ def test_switch_organization(other):
         return (d["currentOrganizationId"], d["orgId"]) == (to.id, to.id)
 
     rounds("switch organization", one)
+
+
+def test_a_write_answered_while_redis_lags(other, mail):
+    """Redis takes the invalidation late (a busy or descheduled server, here CLIENT PAUSE): the
+    write must not be answered before the other workers applied it. (An invalidation that was
+    only sent, not acknowledged, left the very next request to the old context.)"""
+    for _ in range(3):
+        c, u = sign_up(email=unique_email("ryw.lag"), client=other_client(other))
+        warm(other, c, "/api/auth/session")
+        link = mail.wait_for(u["email"], subject="erif").link("verify-email")
+        redis_cli("CLIENT", "PAUSE", "300", "ALL")
+        r = Client(base_url=other).get(other + link[link.index("/api/"):],
+                                       allow_redirects=False)
+        assert r.status_code == 302
+        assert fresh(other, c).get_json("/api/auth/session")["user"]["emailVerified"] is True
+
+
+def test_no_hit_without_a_fresh_heartbeat(other):
+    """The lease: a worker that has not heard its own heartbeat back through Redis lately (so it
+    may have missed an invalidation whose writer stopped waiting) reads the database."""
+    c, u = sign_up(name="Lease Holder", client=other_client(other))
+    warm(other, c)
+    # Not through helpers.psql, which announces its changes.
+    r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", DATABASE_URL],
+                       input="UPDATE users SET first_name = 'Unannounced' WHERE id = '%s'" % u["id"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert me(fresh(other, c))["firstName"] == "Lease"  # cached: the change was not announced
+    redis_cli("CLIENT", "PAUSE", "1500", "ALL")
+    try:
+        time.sleep(0.3)  # longer than the lease
+        for _ in range(4):  # both workers
+            assert me(fresh(other, c))["firstName"] == "Unannounced"
+    finally:
+        redis_cli("CLIENT", "UNPAUSE")
