@@ -187,6 +187,8 @@ int config_load(void)
     cfg.event_history_max = config_int("EVENT_HISTORY_MAX", 1000, 1, 1000000);
     cfg.event_history_seconds = config_int("EVENT_HISTORY_SECONDS", 600, 1, 86400);
     cfg.stream_fanout_slice = config_int("STREAM_FANOUT_SLICE", 100, 1, 1000000);
+    cfg.replay_memory_max =
+        config_int("REPLAY_MEMORY_MAX", 64 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024);
     cfg.rate_limiter_enabled = env_bool("RATE_LIMITER_ENABLED", false);
     cfg.rate_limiter_points = config_int("RATE_LIMITER_POINTS", 50, 1, 1000000);
     cfg.rate_limiter_duration = config_int("RATE_LIMITER_DURATION", 60, 1, 86400);

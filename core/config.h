@@ -41,6 +41,8 @@ typedef struct config {
                                 * before the channel's newest event */
     int stream_fanout_slice;   /* STREAM_FANOUT_SLICE: streams one event is written to per loop
                                 * turn; the rest of a large channel waits for the next turn */
+    int replay_memory_max;     /* REPLAY_MEMORY_MAX: bytes of history being replayed (read and
+                                * not yet sent) one worker holds, over all its streams */
 } config_t;
 
 extern config_t cfg;

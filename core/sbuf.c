@@ -14,6 +14,7 @@ sbuf_t *sbuf_new(const void *data, size_t len)
     sbuf_t *b = xmalloc(bytes);
     b->refs = 1;
     b->len = len;
+    b->counter = NULL;
     memcpy(b->data, data, len);
     b->data[len] = '\0';
     return b;
@@ -27,5 +28,13 @@ sbuf_t *sbuf_ref(sbuf_t *b)
 
 void sbuf_unref(sbuf_t *b)
 {
-    if (b && --b->refs == 0) free(b);
+    if (!b || --b->refs > 0) return;
+    if (b->counter) *b->counter -= b->len;
+    free(b);
+}
+
+void sbuf_count(sbuf_t *b, size_t *counter)
+{
+    b->counter = counter;
+    *counter += b->len;
 }

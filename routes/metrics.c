@@ -101,6 +101,19 @@ static void on_outbox(http_req_t *req, db_result_t *r)
           fo.seconds_max);
     gauge(&b, "coachd_stream_deliveries_total", "Live events written to streams.", "counter",
           (double)fo.deliveries);
+    streams_replay_stats_t rp = streams_replay_stats();
+    gauge(&b, "coachd_replay_pending_bytes",
+          "History being replayed to streams (Last-Event-ID) held by this worker: encoded entries "
+          "not yet flushed to every stream they go to; at most REPLAY_MEMORY_MAX.",
+          "gauge", (double)rp.pending_bytes);
+    gauge(&b, "coachd_replay_reserved_bytes", "Memory reserved by history reads in flight.",
+          "gauge", (double)rp.reserved_bytes);
+    gauge(&b, "coachd_replay_held_bytes",
+          "Live events held by streams while they replay history (each stream's share).", "gauge",
+          (double)rp.held_bytes);
+    gauge(&b, "coachd_replay_waiting_streams",
+          "Streams whose next history read waits for memory under REPLAY_MEMORY_MAX.", "gauge",
+          (double)rp.waiting);
     gauge(&b, "coachd_http_connections", "Open HTTP connections on this worker.", "gauge",
           (double)http_server_conn_count());
     int running, queued;

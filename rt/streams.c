@@ -62,10 +62,7 @@ typedef struct parsed {
     bool has_org;
 } parsed_t;
 
-/* One history read; outlives its stream when the stream goes first (s is then NULL). */
-typedef struct sync {
-    stream_t *s;
-} sync_t;
+typedef struct page page_t;
 
 typedef struct held {
     sbuf_t *sb; /* NULL: filtered out, only moves the position */
@@ -106,6 +103,7 @@ struct channel {
     bool walking;                   /* a slice runs: the channel stays allocated */
     bool active;                    /* in the list of channels with events left to write */
     channel_t *aprev, *anext;
+    page_t *pages; /* history pages its streams are reading (see "history") */
     char name[];
 };
 
@@ -129,14 +127,28 @@ struct stream {
      * stream. Pings carry it, so a reconnect resumes from it. */
     bool pos_known;
     event_id_t pos;
-    sync_t *sync;       /* history read in flight (replay or catch-up) */
-    bool sync_again;    /* the channel was (re)subscribed meanwhile: read again after */
-    bool fresh;         /* no history read has finished yet */
-    bool resume;        /* opened with a Last-Event-ID */
-    bool degraded;      /* a history read failed: events may have been missed since */
-    const char *bad_id; /* Last-Event-ID was unusable: the first read sends this reset */
-    held_t *held;       /* live events that arrived while a history read was in flight */
-    size_t nheld, held_cap;
+    /* History sync (replay or catch-up; "history" below). */
+    bool in_sync;          /* a sync runs: live events are held */
+    uint8_t phase;         /* its step (replay_phase_t) */
+    bool sync_again;       /* the channel was (re)subscribed meanwhile: sync again after */
+    bool fresh;            /* no history read has finished yet */
+    bool resume;           /* opened with a Last-Event-ID */
+    bool degraded;         /* a history read failed: events may have been missed since */
+    bool reread;           /* held events were dropped: the history gives them, read it again */
+    bool queued;           /* in replay_queue */
+    bool blocked;          /* there, waiting for memory */
+    bool drain_wait;       /* waits for its write queue to drain (http_stream_on_drain) */
+    bool end_last_set;     /* no position: take end_last once the held events are written */
+    const char *bad_id;    /* Last-Event-ID was unusable: the first read sends this reset */
+    const char *end_reset; /* a reset to send once the held events are written */
+    event_id_t end_last;
+    uint64_t since;              /* page_seq when the sync began: later reads may end it */
+    page_t *page;                /* the page being written, or being read for it */
+    size_t idx;                  /* the page's next entry */
+    stream_t *pw_prev, *pw_next; /* the page's waiters while it is read */
+    stream_t *rq_prev, *rq_next; /* replay_queue */
+    held_t *held;                /* live events that arrived during the sync */
+    size_t nheld, held_cap, held_next, held_bytes;
 };
 
 static uv_loop_t *loop_ref;
@@ -213,10 +225,13 @@ static channel_t *channel_get(const char *name)
 
 static void fan_drop(channel_t *c);
 
+static void pages_orphan(channel_t *c);
+
 static void channel_release(channel_t *c)
 {
     if (c->count > 0 || c->walking) return;
     fan_drop(c);
+    pages_orphan(c);
     size_t b = hash_str(c->name, strlen(c->name)) & (table_size - 1);
     for (channel_t **pp = &table[b]; *pp; pp = &(*pp)->hnext) {
         if (*pp == c) {
@@ -494,6 +509,13 @@ static int event_id_fmt(char *out, size_t n, event_id_t id)
     return snprintf(out, n, "%llu-%llu", (unsigned long long)id.ms, (unsigned long long)id.seq);
 }
 
+/* The id just before id: a position from which id is new. */
+static event_id_t event_id_before(event_id_t id)
+{
+    if (id.seq > 0) return (event_id_t){id.ms, id.seq - 1};
+    return (event_id_t){id.ms > 0 ? id.ms - 1 : 0, id.ms > 0 ? UINT64_MAX : 0};
+}
+
 /* True when the event with this id is new for the stream (past its position). */
 static bool stream_is_new(const stream_t *s, event_id_t id)
 {
@@ -587,16 +609,112 @@ static bool stream_passes(const stream_t *s, const parsed_t *m)
 
 /* ---- history: replay and catch-up ---- */
 
-/* Unflushed bytes a stream may hold while history is written to it in one go (a full history of
- * large chat messages); live events keep STREAM_MAX_PENDING. */
-#define STREAM_REPLAY_MAX_PENDING (16 * 1024 * 1024)
-/* Entries read per round trip. */
+/*
+ * A stream that resumes (Last-Event-ID) or catches up (the subscriber connection came back)
+ * writes the channel's history after its position before any live event. What the client has
+ * not taken yet stays in this process, so what a worker holds for replays is bounded:
+ *
+ * - Shared pages. One history read (a page: at most REPLAY_PAGE entries and about
+ *   REPLAY_PAGE_BYTES) is encoded once into refcounted buffers, and the page belongs to its
+ *   channel while any stream uses it. A stream that needs the history after its position P takes
+ *   a page of its channel that covers P (read from P or before, with entries after P) or one
+ *   being read from exactly P, and reads Redis itself only when there is none. Streams resuming
+ *   from the same id (a user's tabs and devices reconnecting together, a reconnect storm after a
+ *   deploy) share one read and one copy of each entry: their write queues hold references to
+ *   the same buffers. Before, each stream encoded its own copy of every entry.
+ * - Per stream: a replay writes while the stream's unflushed bytes are below REPLAY_HIGH_WATER,
+ *   then waits for them to fall to REPLAY_LOW_WATER (http_stream_on_drain); it holds one page at
+ *   a time. Before, one stream could queue 16 MiB of history at once.
+ * - Per worker: every entry's buffer counts in replay_bytes until its last reference goes
+ *   (sbuf_count: the page or a write queue, whichever lets go last), and a read in flight
+ *   reserves REPLAY_PAGE_BYTES until its reply is encoded. A read is issued only while
+ *   replay_bytes, the reservations and one more page stay within REPLAY_MEMORY_MAX; otherwise
+ *   the stream waits in replay_queue, first come first served (a read that must wait holds back
+ *   the reads queued behind it, so none starves), until pages are let go or write queues drain.
+ *   Taking a page that exists costs nothing. A client that never reads keeps its share until
+ *   core/http's write deadline closes its stream.
+ *
+ * Live events arriving meanwhile are held (the fan-out's own buffers, shared with the channel's
+ * other streams): at most HELD_MAX events and HELD_MAX_BYTES per stream, REPLAY_MEMORY_MAX per
+ * worker. Past that the stream drops what it holds and reads the history once more after the
+ * read in progress: a held event always has a history id, so the history has it (or answers
+ * `reset` when it was trimmed meanwhile).
+ *
+ * A sync ends on a read that found nothing more and was issued after the sync began: an event
+ * the read did not see was published after it, so it arrives live while the stream holds. A
+ * shared page read before that gives entries, never the end.
+ */
 #define REPLAY_PAGE 256
-/* Live events held during one history read; more closes the stream (it was not reading). */
+#define REPLAY_PAGE_BYTES (256 * 1024)
+/* What the read script adds to each entry's message length when it fills a page: the SSE framing
+ * (the id, field names and line ends: under 64 bytes beyond the message) and the entry's record
+ * (page_entry_t), so a page's buffers and records stay within its reservation. The largest event
+ * of the product, a chat message of 4,000 characters, is a tenth of a page; a larger one would
+ * still go, as a page of its own. */
+#define REPLAY_ENTRY_OVERHEAD 160
+#define REPLAY_HIGH_WATER (1024 * 1024)
+#define REPLAY_LOW_WATER (256 * 1024)
+/* A stream's write cap while it syncs: the high water, the entry that crosses it, a ping. */
+#define REPLAY_MAX_PENDING (REPLAY_HIGH_WATER + 2 * REPLAY_PAGE_BYTES)
+/* Live events go out again capped at STREAM_MAX_PENDING: a sync ends once the stream's queue is
+ * down to half of that, so the first live event after a replay cannot close a reading client. */
+#define LIVE_LOW_WATER (STREAM_MAX_PENDING / 2)
 #define HELD_MAX 20000
+#define HELD_MAX_BYTES (1024 * 1024)
 
-/* KEYS[1] the channel's stream; ARGV: the position ('' unknown), page size, key TTL in ms.
- * Returns {'ok', last id, entries after the position} or {'reset', last id, reason}. The
+typedef enum replay_phase {
+    RP_NONE,  /* no sync */
+    RP_READ,  /* waits for a page: in replay_queue, or a waiter of a page being read */
+    RP_PAGE,  /* writes its page */
+    RP_HELD,  /* writes the live events held meanwhile */
+    RP_DRAIN, /* waits for its queue to fall to LIVE_LOW_WATER */
+} replay_phase_t;
+
+typedef struct page_entry {
+    event_id_t id;
+    sbuf_t *sb;    /* NULL: malformed, only moves the position */
+    size_t orglen; /* SIZE_MAX: no organization; ORG_ID_MAX: one no stream lists */
+    char org[ORG_ID_MAX];
+} page_entry_t;
+
+enum { PAGE_OK, PAGE_RESET, PAGE_FAILED };
+
+struct page {
+    page_t *prev, *next; /* the channel's pages */
+    channel_t *chan;     /* NULL once the channel went away (a read still in flight) */
+    int refs;            /* the read in flight, and each stream on the page */
+    bool loading;
+    bool after_known; /* read after `after`; false: a stream without a position, no entries */
+    bool more;        /* the history goes on after the last entry */
+    int status;
+    uint64_t seq; /* page_seq when issued */
+    event_id_t after, last;
+    char reason[16]; /* PAGE_RESET */
+    page_entry_t *e;
+    size_t n, ecap;
+    size_t reserved;   /* of replay_reserved, until the reply */
+    stream_t *waiters; /* streams waiting for the reply */
+};
+
+static size_t replay_bytes;    /* entries' buffers and records alive (pages, write queues) */
+static size_t replay_reserved; /* reads in flight */
+static size_t held_total;      /* bytes held by syncing streams (shared buffers, per stream) */
+static uint64_t page_seq;
+static stream_t *rq_head, *rq_tail; /* replay_queue: streams waiting to read, oldest first */
+static size_t rq_blocked;           /* streams in it waiting for memory */
+#define RQ_SCAN_WAITING 256
+static uv_idle_t rq_idle;
+static bool rq_idle_ready;
+
+static size_t replay_cap(void)
+{
+    return cfg.replay_memory_max > 0 ? (size_t)cfg.replay_memory_max : (size_t)64 << 20;
+}
+
+/* KEYS[1] the channel's stream; ARGV: the position ('' unknown), page size, key TTL in ms, page
+ * bytes, bytes added per entry. Returns {'ok', last id, entries after the position, more} or
+ * {'reset', last id, reason}: entries up to the page size and (beyond the first) the page bytes,
+ * counting each entry's field values plus ARGV[5]; more is 1 when the history goes on. The
  * history is complete after the position when no entry after it was trimmed: rt/events.c
  * records what trimming removed in the stream's max-deleted-entry-id. A channel without a stream
  * had no event for EVENTS_KEY_TTL: a position newer than that missed nothing. Without one, the
@@ -630,9 +748,27 @@ static const char SYNC_SCRIPT[] =
     "if pos == '' then return {'ok', last} end "
     "if less(last, pos) then return {'reset', last, 'unknown-id'} end "
     "if less(pos, maxdel) then return {'reset', last, 'too-old'} end "
-    "return {'ok', last, redis.call('XRANGE', KEYS[1], '(' .. pos, '+', 'COUNT', ARGV[2])}";
+    "local max, budget, extra = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]) "
+    "local out, used, more, from = {}, 0, 0, '(' .. pos "
+    "while more == 0 do "
+    "  local r = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 32) "
+    "  for i = 1, #r do "
+    "    local size, f = extra, r[i][2] "
+    "    for j = 2, #f, 2 do size = size + #f[j] end "
+    "    if #out == max or (#out > 0 and used + size > budget) then "
+    "      more = 1 "
+    "      break "
+    "    end "
+    "    used = used + size "
+    "    out[#out + 1] = r[i] "
+    "  end "
+    "  if #r < 32 then break end "
+    "  from = '(' .. r[#r][1] "
+    "end "
+    "return {'ok', last, out, more}";
 
-static void stream_sync(stream_t *s);
+static void replay_step(stream_t *s);
+static void rq_kick(void);
 
 /* The `reset` event: what the client holds may miss events (history too short, the id unknown,
  * or Redis unavailable); it refetches, as after any reconnect (INTERFACE.md). Its id is the
@@ -644,25 +780,46 @@ static bool send_reset(stream_t *s, const char *reason)
     int n = snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", reason);
     log_info("stream: reset (%s) user=%s", reason, s->user_id);
     sbuf_t *sb = sse_encode_event(id, idlen, "reset", 5, data, (size_t)n);
-    bool ok = stream_send_cap(s, sb, STREAM_REPLAY_MAX_PENDING);
+    bool ok = stream_send_cap(s, sb, REPLAY_MAX_PENDING);
     sbuf_unref(sb);
     return ok;
 }
 
-static void held_free(held_t *h, size_t n)
+/* The cap of a write to s: a syncing stream's queue may hold a replay's high water. */
+static size_t stream_cap(const stream_t *s)
 {
-    for (size_t i = 0; i < n; i++)
-        if (h[i].sb) sbuf_unref(h[i].sb);
-    free(h);
+    return s->in_sync ? REPLAY_MAX_PENDING : STREAM_MAX_PENDING;
 }
 
-/* Keeps a live event (sb NULL: filtered out) until the history read in flight is written. */
-static bool hold(stream_t *s, sbuf_t *sb, event_id_t id)
+/* ---- held live events ---- */
+
+static void held_drop(stream_t *s)
 {
-    if (s->nheld == HELD_MAX) {
-        log_info("stream: too many events during a replay user=%s", s->user_id);
-        stream_close(s);
-        return false;
+    for (size_t i = 0; i < s->nheld; i++)
+        if (s->held[i].sb) sbuf_unref(s->held[i].sb);
+    free(s->held);
+    s->held = NULL;
+    held_total -= s->held_bytes;
+    s->held_bytes = 0;
+    s->nheld = s->held_cap = s->held_next = 0;
+}
+
+/* Keeps a live event (sb NULL: filtered out) until the sync has written the history. Past the
+ * bounds the stream lets go of all it holds and reads the history again afterwards. */
+static void hold(stream_t *s, sbuf_t *sb, event_id_t id)
+{
+    size_t len = sb ? sb->len : 0;
+    if (s->nheld == HELD_MAX || s->held_bytes + len > HELD_MAX_BYTES ||
+        held_total + len > replay_cap()) {
+        if (!s->reread)
+            log_info("stream: too many events during a replay, reading the history again user=%s",
+                     s->user_id);
+        /* A stream without a position (its first read in flight) would start at the newest id:
+         * it resumes from just before the first event it drops instead. */
+        if (!s->pos_known) stream_advance(s, event_id_before(s->nheld > 0 ? s->held[0].id : id));
+        held_drop(s);
+        s->reread = true;
+        return;
     }
     if (s->nheld == s->held_cap) {
         s->held_cap = s->held_cap ? s->held_cap * 2 : 16;
@@ -671,54 +828,128 @@ static bool hold(stream_t *s, sbuf_t *sb, event_id_t id)
     s->held[s->nheld].sb = sb ? sbuf_ref(sb) : NULL;
     s->held[s->nheld].id = id;
     s->nheld++;
-    return true;
+    s->held_bytes += len;
+    held_total += len;
 }
 
-/* Writes the live events held during a history read, dropping those the history already gave
- * (the seam has no duplicate). False when s was closed. */
-static bool flush_held(stream_t *s)
+/* ---- pages ---- */
+
+static void page_unref(page_t *p)
 {
-    held_t *h = s->held;
-    size_t n = s->nheld;
-    s->held = NULL;
-    s->nheld = s->held_cap = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!stream_is_new(s, h[i].id)) continue;
-        stream_advance(s, h[i].id);
-        if (h[i].sb && !stream_send_cap(s, h[i].sb, STREAM_REPLAY_MAX_PENDING)) {
-            held_free(h, n); /* s is gone */
-            return false;
+    if (--p->refs > 0) return;
+    if (p->chan) {
+        if (p->prev)
+            p->prev->next = p->next;
+        else
+            p->chan->pages = p->next;
+        if (p->next) p->next->prev = p->prev;
+    }
+    for (size_t i = 0; i < p->n; i++)
+        sbuf_unref(p->e[i].sb);
+    replay_bytes -= p->ecap * sizeof(*p->e);
+    free(p->e);
+    free(p);
+    rq_kick(); /* memory may be free for a read waiting */
+}
+
+/* The channel goes away: a read still in flight finds no channel. */
+static void pages_orphan(channel_t *c)
+{
+    page_t *p = c->pages;
+    while (p) {
+        page_t *next = p->next;
+        p->chan = NULL;
+        p->prev = p->next = NULL;
+        p = next;
+    }
+    c->pages = NULL;
+}
+
+static void waiter_remove(page_t *p, stream_t *s)
+{
+    if (s->pw_prev)
+        s->pw_prev->pw_next = s->pw_next;
+    else
+        p->waiters = s->pw_next;
+    if (s->pw_next) s->pw_next->pw_prev = s->pw_prev;
+    s->pw_prev = s->pw_next = NULL;
+}
+
+/* s lets go of its page (written, or s goes away). */
+static void page_leave(stream_t *s)
+{
+    page_t *p = s->page;
+    if (!p) return;
+    s->page = NULL;
+    if (p->loading) waiter_remove(p, s);
+    page_unref(p);
+}
+
+/* s takes p: it writes it now, or once it is read. */
+static void page_join(stream_t *s, page_t *p)
+{
+    p->refs++;
+    s->page = p;
+    if (p->loading) {
+        s->pw_prev = NULL;
+        s->pw_next = p->waiters;
+        if (p->waiters) p->waiters->pw_prev = s;
+        p->waiters = s;
+        return;
+    }
+    s->idx = 0; /* entries up to the position are skipped */
+    s->phase = RP_PAGE;
+    replay_step(s);
+}
+
+/* A page of s's channel that gives the history after s's position: one being read from exactly
+ * there, one read from there or before with entries after it, or one read from exactly there
+ * since s's sync began (the end of the history). */
+static page_t *page_find(const stream_t *s)
+{
+    for (page_t *p = s->subs[0].chan->pages; p; p = p->next) {
+        if (!p->after_known) continue;
+        int cmp = event_id_cmp(p->after, s->pos);
+        if (p->loading) {
+            if (cmp == 0) return p;
+            continue;
         }
+        if (p->status != PAGE_OK || cmp > 0) continue;
+        /* Entries after the position, or the end of the history if read since s began. */
+        if ((p->n > 0 && event_id_cmp(s->pos, p->e[p->n - 1].id) < 0) ||
+            (cmp == 0 && p->seq > s->since))
+            return p;
     }
-    held_free(h, n);
-    return true;
+    return NULL;
 }
 
-/* The history read is done: live events go straight to the client again. */
-static void sync_done(stream_t *s)
+/* Encodes a reply into p: status, and each entry ([id, [field, value, ...]]) once. */
+static void page_fill(page_t *p, const redisReply *r)
 {
-    if (!flush_held(s)) return;
-    s->fresh = false;
-    if (s->sync_again) {
-        s->sync_again = false;
-        stream_sync(s);
+    event_id_t last;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+        !event_id_parse(r->element[1]->str, r->element[1]->len, &last)) {
+        if (r && r->type == REDIS_REPLY_ERROR) log_warn("stream: history read: %s", r->str);
+        p->status = PAGE_FAILED;
+        return;
     }
-}
-
-/* Redis did not answer: no replay. The client is told to refetch (once until a read works),
- * unless it is a new stream that asked for no history; live events go on. */
-static void sync_failed(stream_t *s)
-{
-    bool told = s->degraded;
-    s->degraded = true;
-    if (!told && (s->resume || !s->fresh) && !send_reset(s, "unavailable")) return;
-    s->sync_again = false; /* the next (re)subscription reads again */
-    sync_done(s);
-}
-
-/* Writes one page of history entries ([id, [field, value, ...]]). False when s was closed. */
-static bool write_entries(stream_t *s, const redisReply *list)
-{
+    p->last = last;
+    if (strcmp(r->element[0]->str, "reset") == 0) {
+        const redisReply *why = r->elements > 2 ? r->element[2] : NULL;
+        p->status = PAGE_RESET;
+        snprintf(p->reason, sizeof(p->reason), "%s",
+                 why && why->type == REDIS_REPLY_STRING ? why->str : "too-old");
+        return;
+    }
+    p->status = PAGE_OK;
+    p->more = r->elements > 3 && r->element[3]->type == REDIS_REPLY_INTEGER &&
+              r->element[3]->integer != 0;
+    const redisReply *list = r->elements > 2 ? r->element[2] : NULL;
+    if (!list || list->type != REDIS_REPLY_ARRAY || list->elements == 0) return;
+    p->ecap = list->elements;
+    p->e = xcalloc(p->ecap, sizeof(*p->e));
+    replay_bytes += p->ecap * sizeof(*p->e);
     for (size_t i = 0; i < list->elements; i++) {
         const redisReply *e = list->element[i];
         event_id_t id;
@@ -736,97 +967,342 @@ static bool write_entries(stream_t *s, const redisReply *list)
                 len = f->element[j + 1]->len;
             }
         }
+        page_entry_t *pe = &p->e[p->n++];
+        pe->id = id;
+        pe->orglen = SIZE_MAX;
         parsed_t m;
-        if (!stream_is_new(s, id)) continue;
-        stream_advance(s, id);
         if (!msg || !parse_message(msg, len, &m)) {
-            log_warn("stream: malformed history entry on %s", s->subs[0].chan->name);
+            log_warn("stream: malformed history entry on %s", p->chan ? p->chan->name : "-");
             continue;
         }
-        if (!stream_passes(s, &m)) continue;
-        sbuf_t *sb = sse_encode_event(e->element[0]->str, e->element[0]->len, m.event, m.evlen,
-                                      m.data, m.dlen);
-        bool ok = stream_send_cap(s, sb, STREAM_REPLAY_MAX_PENDING);
-        sbuf_unref(sb);
-        if (!ok) return false;
+        if (m.has_org) {
+            pe->orglen = m.orglen < ORG_ID_MAX ? m.orglen : ORG_ID_MAX;
+            if (m.orglen < ORG_ID_MAX) memcpy(pe->org, m.org, m.orglen);
+        }
+        pe->sb = sse_encode_event(e->element[0]->str, e->element[0]->len, m.event, m.evlen, m.data,
+                                  m.dlen);
+        sbuf_count(pe->sb, &replay_bytes);
     }
+}
+
+static bool entry_passes(const stream_t *s, const page_entry_t *e)
+{
+    return s->kind != STREAM_USER || s->all_orgs || e->orglen == SIZE_MAX ||
+           org_listed(s, e->org, e->orglen);
+}
+
+/* ---- a stream's sync ---- */
+
+static void on_page(redisReply *r, void *data);
+
+/* Reads the history after s's position (none: only the channel's newest id) into a new page of
+ * its channel, s its first waiter. */
+static void page_read(stream_t *s, size_t reserve)
+{
+    channel_t *c = s->subs[0].chan;
+    page_t *p = xcalloc(1, sizeof(*p));
+    p->refs = 1; /* the read; page_join adds s */
+    p->loading = true;
+    p->seq = ++page_seq;
+    p->after_known = s->pos_known;
+    p->after = s->pos;
+    p->reserved = reserve;
+    replay_reserved += reserve;
+    p->chan = c;
+    p->next = c->pages;
+    if (c->pages) c->pages->prev = p;
+    c->pages = p;
+    page_join(s, p);
+    char key[128], pos[48] = "", count[16], ttl[24], bytes[24], extra[16];
+    snprintf(key, sizeof(key), EVENTS_KEY_PREFIX "%s", c->name);
+    if (s->pos_known) event_id_fmt(pos, sizeof(pos), s->pos);
+    snprintf(count, sizeof(count), "%d", REPLAY_PAGE);
+    snprintf(ttl, sizeof(ttl), "%lld", (long long)EVENTS_KEY_TTL_SECONDS * 1000);
+    snprintf(bytes, sizeof(bytes), "%d", REPLAY_PAGE_BYTES);
+    snprintf(extra, sizeof(extra), "%d", REPLAY_ENTRY_OVERHEAD);
+    const char *argv[9] = {"EVAL", SYNC_SCRIPT, "1", key, pos, count, ttl, bytes, extra};
+    size_t lens[9];
+    for (int i = 0; i < 9; i++)
+        lens[i] = strlen(argv[i]);
+    redis_command_argv(on_page, p, 9, argv, lens);
+}
+
+static void rq_remove(stream_t *s)
+{
+    if (!s->queued) return;
+    if (s->rq_prev)
+        s->rq_prev->rq_next = s->rq_next;
+    else
+        rq_head = s->rq_next;
+    if (s->rq_next)
+        s->rq_next->rq_prev = s->rq_prev;
+    else
+        rq_tail = s->rq_prev;
+    s->rq_prev = s->rq_next = NULL;
+    s->queued = false;
+    if (s->blocked) rq_blocked--;
+    s->blocked = false;
+}
+
+/* s needs its next page: from the queue's runner, on a later loop turn (never inside a walk
+ * over a channel's streams). */
+static void rq_push(stream_t *s)
+{
+    s->phase = RP_READ;
+    if (s->queued) return;
+    s->queued = true;
+    s->rq_next = NULL;
+    s->rq_prev = rq_tail;
+    if (rq_tail)
+        rq_tail->rq_next = s;
+    else
+        rq_head = s;
+    rq_tail = s;
+    rq_kick();
+}
+
+/* Gives s a page: one its channel has, or a read of its own when the worker's memory allows.
+ * False when s must wait for memory (blocked is set: the reads queued behind wait too). */
+static bool replay_fetch(stream_t *s, bool *blocked)
+{
+    page_t *p = s->pos_known ? page_find(s) : NULL;
+    if (p) {
+        rq_remove(s);
+        page_join(s, p);
+        return true;
+    }
+    /* Without a position the read returns no entries. */
+    size_t reserve = s->pos_known ? REPLAY_PAGE_BYTES : 0;
+    if (reserve && (*blocked || replay_bytes + replay_reserved + reserve > replay_cap())) {
+        *blocked = true;
+        if (!s->blocked) rq_blocked++;
+        s->blocked = true;
+        return false;
+    }
+    rq_remove(s);
+    page_read(s, reserve);
     return true;
 }
 
-static void on_sync(redisReply *r, void *data)
+/* The queue's runner: each stream queued when it starts, in order. It stops when nothing can go
+ * on; freed memory (a page let go, a write queue drained, a stream closed, the 100 ms tick)
+ * starts it again. */
+static void on_rq_idle(uv_idle_t *h)
 {
-    sync_t *q = data;
-    stream_t *s = q->s;
-    free(q);
-    if (!s) return;
-    s->sync = NULL;
-    event_id_t last;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
-        !event_id_parse(r->element[1]->str, r->element[1]->len, &last)) {
-        if (r && r->type == REDIS_REPLY_ERROR) log_warn("stream: history read: %s", r->str);
+    uv_idle_stop(h);
+    bool blocked = false;
+    size_t after_blocked = 0;
+    stream_t *s = rq_head, *stop = rq_tail;
+    /* Past the first read that waits, only pages that exist can be taken: a look at the next
+     * RQ_SCAN_WAITING streams is enough (a reconnect storm may queue thousands, and the runner
+     * goes again whenever memory is freed). */
+    while (s && after_blocked < RQ_SCAN_WAITING) {
+        stream_t *next = s->rq_next; /* writing to s may close s, never another stream */
+        bool last = s == stop;
+        replay_fetch(s, &blocked);
+        if (blocked) after_blocked++;
+        if (last) break;
+        s = next;
+    }
+}
+
+static void rq_kick(void)
+{
+    if (rq_head && rq_idle_ready) uv_idle_start(&rq_idle, on_rq_idle);
+}
+
+static void on_drained(http_req_t *req)
+{
+    stream_t *s = req->data;
+    if (!s || !s->drain_wait) return;
+    s->drain_wait = false;
+    replay_step(s);
+    rq_kick(); /* its queue drained: memory may be free for a read waiting */
+}
+
+static void wait_drain(stream_t *s, size_t low_water)
+{
+    s->drain_wait = true;
+    http_stream_on_drain(s->req, low_water, on_drained);
+}
+
+static void stream_sync(stream_t *s);
+
+/* The sync is over: live events go straight to the client again. */
+static void sync_done(stream_t *s)
+{
+    held_drop(s);
+    s->in_sync = false;
+    s->phase = RP_NONE;
+    s->fresh = false;
+    s->end_last_set = false;
+    s->end_reset = NULL;
+    if (s->sync_again) {
+        s->sync_again = false;
+        stream_sync(s);
+    }
+}
+
+/* Writes what the sync has for s until its queue is at the high water (then it waits for the
+ * drain) or the sync is over: the page's entries, the next page, the held live events (dropping
+ * those the history already gave: the seam has no duplicate), the queue's drain. May close s. */
+static void replay_step(stream_t *s)
+{
+    if (s->phase == RP_PAGE) {
+        page_t *p = s->page;
+        while (s->idx < p->n) {
+            if (http_stream_pending(s->req) >= REPLAY_HIGH_WATER) {
+                wait_drain(s, REPLAY_LOW_WATER);
+                return;
+            }
+            const page_entry_t *e = &p->e[s->idx++];
+            if (!stream_is_new(s, e->id)) continue;
+            stream_advance(s, e->id);
+            if (!e->sb || !entry_passes(s, e)) continue;
+            if (!stream_send_cap(s, e->sb, REPLAY_MAX_PENDING)) return;
+        }
+        bool end = !p->more && p->seq > s->since;
+        page_leave(s);
+        if (!end) {
+            rq_push(s);
+            return;
+        }
+        s->phase = RP_HELD;
+    }
+    for (;;) {
+        if (s->phase == RP_HELD) {
+            if (s->reread) { /* what it held is in the history: read on from the position */
+                s->reread = false;
+                s->since = page_seq;
+                rq_push(s);
+                return;
+            }
+            while (s->held_next < s->nheld) {
+                if (http_stream_pending(s->req) >= REPLAY_HIGH_WATER) {
+                    wait_drain(s, REPLAY_LOW_WATER);
+                    return;
+                }
+                const held_t *h = &s->held[s->held_next++];
+                if (!stream_is_new(s, h->id)) continue;
+                stream_advance(s, h->id);
+                if (h->sb && !stream_send_cap(s, h->sb, REPLAY_MAX_PENDING)) return;
+            }
+            if (s->end_last_set) {
+                s->end_last_set = false;
+                if (!s->pos_known || event_id_cmp(s->end_last, s->pos) > 0)
+                    stream_advance(s, s->end_last);
+            }
+            if (s->end_reset) {
+                const char *why = s->end_reset;
+                s->end_reset = NULL;
+                if (!send_reset(s, why)) return;
+            }
+            s->phase = RP_DRAIN;
+        }
+        if (s->phase != RP_DRAIN) return;
+        if (s->reread || s->held_next < s->nheld) {
+            s->phase = RP_HELD;
+            continue;
+        }
+        if (http_stream_pending(s->req) > LIVE_LOW_WATER) {
+            wait_drain(s, LIVE_LOW_WATER);
+            return;
+        }
+        sync_done(s);
+        return;
+    }
+}
+
+/* Redis did not answer: no replay. The client is told to refetch (once until a read works),
+ * unless it is a new stream that asked for no history; live events go on. */
+static void sync_failed(stream_t *s)
+{
+    bool told = s->degraded;
+    s->degraded = true;
+    /* Held events it dropped (reread) are lost now: told again. */
+    if (((!told && (s->resume || !s->fresh)) || s->reread) && !send_reset(s, "unavailable")) return;
+    s->sync_again = false; /* the next (re)subscription reads again */
+    s->reread = false;
+    s->phase = RP_HELD;
+    replay_step(s);
+}
+
+/* The read of s's page answered. */
+static void page_deliver(stream_t *s)
+{
+    page_t *p = s->page;
+    if (p->status == PAGE_FAILED) {
+        page_leave(s);
         sync_failed(s);
         return;
     }
     bool was_degraded = s->degraded;
     s->degraded = false;
-    if (strcmp(r->element[0]->str, "reset") == 0) {
-        const redisReply *why = r->elements > 2 ? r->element[2] : NULL;
+    if (p->status == PAGE_RESET) {
+        char why[sizeof(p->reason)];
+        memcpy(why, p->reason, sizeof(why));
+        event_id_t last = p->last;
+        page_leave(s);
         stream_advance(s, last);
         s->bad_id = NULL;
-        if (!send_reset(s, why && why->type == REDIS_REPLY_STRING ? why->str : "too-old")) return;
-        sync_done(s);
+        if (!send_reset(s, why)) return;
+        s->phase = RP_HELD;
+        replay_step(s);
         return;
     }
-    if (!s->pos_known) {
+    if (!p->after_known) {
         /* No position: a new stream starts at the channel's newest event. Every event held
          * meanwhile was published after the SUBSCRIBE, so all of them are new, also those
-         * older than the newest id the read saw. One that had a position once but lost it (bad
-         * Last-Event-ID, Redis down) is told to refetch. */
-        if (!flush_held(s)) return;
-        if (!s->pos_known || event_id_cmp(last, s->pos) > 0) stream_advance(s, last);
-        if (s->bad_id || was_degraded) {
-            const char *why = s->bad_id ? s->bad_id : "unavailable";
-            s->bad_id = NULL;
-            if (!send_reset(s, why)) return;
-        }
-        sync_done(s);
+         * older than the newest id the read saw: they are written first, then the position
+         * moves to that id. One that had a position once but lost it (bad Last-Event-ID, Redis
+         * down) is told to refetch. */
+        s->end_last = p->last;
+        s->end_last_set = true;
+        if (s->bad_id || was_degraded) s->end_reset = s->bad_id ? s->bad_id : "unavailable";
+        s->bad_id = NULL;
+        page_leave(s);
+        s->phase = RP_HELD;
+        replay_step(s);
         return;
     }
-    const redisReply *list = r->elements > 2 ? r->element[2] : NULL;
-    if (list && list->type == REDIS_REPLY_ARRAY) {
-        if (!write_entries(s, list)) return;
-        if (list->elements == REPLAY_PAGE) { /* more after this page */
-            stream_sync(s);
-            return;
-        }
-    }
-    sync_done(s);
+    s->idx = 0;
+    s->phase = RP_PAGE;
+    replay_step(s);
 }
 
-/* Reads the channel's history after the stream's position: the replay of a reconnect, the
- * catch-up after the subscriber connection came back, or (no position) the channel's newest
- * id. Live events are held meanwhile. Runs only once the channel's SUBSCRIBE is confirmed, so
- * an event is either in what this read returns or arrives live afterwards. */
+static void on_page(redisReply *r, void *data)
+{
+    page_t *p = data;
+    replay_reserved -= p->reserved;
+    p->reserved = 0;
+    p->loading = false;
+    if (p->waiters) page_fill(p, r);
+    stream_t *w = p->waiters;
+    p->waiters = NULL;
+    while (w) {
+        stream_t *next = w->pw_next; /* writing to w may close w, never another waiter */
+        w->pw_prev = w->pw_next = NULL;
+        page_deliver(w);
+        w = next;
+    }
+    page_unref(p); /* the read's reference: the page lives on while streams write it */
+    rq_kick();
+}
+
+/* Starts a sync: the replay of a reconnect, the catch-up after the subscriber connection came
+ * back, or (no position) reading the channel's newest id. Live events are held meanwhile. Runs
+ * only once the channel's SUBSCRIBE is confirmed, so an event is either in what a read issued
+ * from now on returns or arrives live afterwards. Writes nothing now (the read is issued from
+ * the queue's runner). */
 static void stream_sync(stream_t *s)
 {
-    if (s->sync) {
+    if (s->in_sync) {
         s->sync_again = true;
         return;
     }
-    sync_t *q = xcalloc(1, sizeof(*q));
-    q->s = s;
-    s->sync = q;
-    char key[128], pos[48] = "", page[16], ttl[24];
-    snprintf(key, sizeof(key), EVENTS_KEY_PREFIX "%s", s->subs[0].chan->name);
-    if (s->pos_known) event_id_fmt(pos, sizeof(pos), s->pos);
-    snprintf(page, sizeof(page), "%d", REPLAY_PAGE);
-    snprintf(ttl, sizeof(ttl), "%lld", (long long)EVENTS_KEY_TTL_SECONDS * 1000);
-    const char *argv[7] = {"EVAL", SYNC_SCRIPT, "1", key, pos, page, ttl};
-    size_t lens[7];
-    for (int i = 0; i < 7; i++)
-        lens[i] = strlen(argv[i]);
-    redis_command_argv(on_sync, q, 7, argv, lens);
+    s->in_sync = true;
+    s->since = page_seq;
+    rq_push(s);
 }
 
 /* A channel's SUBSCRIBE was confirmed (first stream, or again after the subscriber connection
@@ -840,6 +1316,13 @@ static void on_subscribed(const char *channel, void *data)
     if (!c) return;
     for (sub_t *sub = c->head; sub; sub = sub->next)
         stream_sync(sub->stream); /* sends nothing now: the walk is safe */
+}
+
+/* Bytes of history being replayed this worker holds, for /metrics. */
+streams_replay_stats_t streams_replay_stats(void)
+{
+    streams_replay_stats_t st = {replay_bytes, replay_reserved, held_total, rq_blocked};
+    return st;
 }
 
 /* ---- fan-out in slices ---- */
@@ -908,10 +1391,10 @@ static void fan_deliver(stream_t *st, fan_event_t *ev)
     bool pass = stream_passes(st, &ev->m);
     if (!ev->in_history) {
         if (pass) {
-            stream_send(st, ev->sb);
+            stream_send_cap(st, ev->sb, stream_cap(st));
             ev->sent++;
         }
-    } else if (st->sync)
+    } else if (st->in_sync)
         hold(st, pass ? ev->sb : NULL, ev->id);
     else if (stream_is_new(st, ev->id)) {
         stream_advance(st, ev->id);
@@ -1042,6 +1525,11 @@ static void on_message(const char *channel, const char *msg, size_t len, void *d
 
 static void stream_unregister(stream_t *s)
 {
+    /* Its page first: the page may be its channel's, which may go below. */
+    rq_remove(s);
+    page_leave(s);
+    held_drop(s);
+    s->in_sync = false;
     for (int i = 0; i < s->nsubs; i++)
         if (s->subs[i].chan) sub_detach(&s->subs[i]);
     s->nsubs = 0;
@@ -1051,11 +1539,6 @@ static void stream_unregister(stream_t *s)
     free(s->orgs);
     s->orgs = NULL;
     s->norgs = s->orgs_cap = 0;
-    if (s->sync) s->sync->s = NULL; /* its reply finds no stream */
-    s->sync = NULL;
-    held_free(s->held, s->nheld);
-    s->held = NULL;
-    s->nheld = s->held_cap = 0;
     nstreams--;
 }
 
@@ -1084,6 +1567,7 @@ static void on_tick(uv_timer_t *t)
     (void)t;
     tick++;
     expire_streams();
+    rq_kick(); /* write queues drain without telling: a read waiting for memory tries again */
     stream_t *s = wheel[tick % WHEEL_SLOTS];
     while (s) {
         stream_t *next = s->wnext;
@@ -1102,7 +1586,7 @@ static void on_tick(uv_timer_t *t)
             n = snprintf(frame, sizeof(frame), "event: ping\ndata: \n\n");
         }
         sbuf_t *ping = sbuf_new(frame, (size_t)n);
-        if (stream_send(s, ping)) presence_touch(user);
+        if (stream_send_cap(s, ping, stream_cap(s))) presence_touch(user);
         sbuf_unref(ping);
         s = next;
     }
@@ -1116,6 +1600,9 @@ void streams_init(uv_loop_t *loop)
     uv_idle_init(loop, &fan_idle);
     uv_unref((uv_handle_t *)&fan_idle);
     fan_idle_ready = true;
+    uv_idle_init(loop, &rq_idle);
+    uv_unref((uv_handle_t *)&rq_idle);
+    rq_idle_ready = true;
     uv_timer_init(loop, &tick_timer);
     uv_timer_start(&tick_timer, on_tick, WHEEL_TICK_MS, WHEEL_TICK_MS);
     uv_unref((uv_handle_t *)&tick_timer);
@@ -1137,6 +1624,11 @@ void streams_shutdown(void)
         uv_idle_stop(&fan_idle);
         uv_close((uv_handle_t *)&fan_idle, NULL);
         fan_idle_ready = false;
+    }
+    if (rq_idle_ready) {
+        uv_idle_stop(&rq_idle);
+        uv_close((uv_handle_t *)&rq_idle, NULL);
+        rq_idle_ready = false;
     }
     free(table);
     table = NULL;

@@ -8,9 +8,11 @@
  * worker or host reaches every stream through Redis.
  *
  * An event arriving from Redis is encoded once into a shared buffer and queued on every stream of
- * the channel (replayed history is encoded per stream). Each stream's unflushed bytes are capped; a
- * client that falls further behind is disconnected (it refetches on reconnect, as the interface
- * says).
+ * the channel; replayed history is read and encoded once per page and shared by the streams
+ * resuming from the same place. Each stream's unflushed bytes are capped; a client that falls
+ * further behind on live events is disconnected (it refetches on reconnect, as the interface says).
+ * A replay instead waits for the client to drain its queue, and the history a worker holds for
+ * replays is capped at REPLAY_MEMORY_MAX (rt/streams.c, "history").
  *
  * Pings: one 100 ms timer per worker walks a 250-slot wheel; each stream sits in one slot, so it
  * gets a ping every 25 s (the first 23.4 to 25 s after opening: a new stream takes the emptiest
@@ -91,3 +93,12 @@ typedef struct streams_fanout_stats {
     double seconds_sum, seconds_max;
 } streams_fanout_stats_t;
 streams_fanout_stats_t streams_fanout_stats(void);
+
+/* History being replayed (Last-Event-ID, catch-up) on this worker: bytes of encoded entries
+ * alive (in pages being written or in write queues; at most REPLAY_MEMORY_MAX with the reads in
+ * flight), bytes reserved by reads in flight, bytes of live events held by streams while they
+ * replay (counted per stream), and streams waiting to read for want of memory. */
+typedef struct streams_replay_stats {
+    size_t pending_bytes, reserved_bytes, held_bytes, waiting;
+} streams_replay_stats_t;
+streams_replay_stats_t streams_replay_stats(void);

@@ -59,12 +59,34 @@ static void shared(void **s)
     sbuf_unref(b);
 }
 
+/* A counted buffer holds its length in the counter until its last reference goes. */
+static void counted(void **s)
+{
+    (void)s;
+    size_t total = 7;
+    sbuf_t *a = sbuf_new("event one", 9), *b = sbuf_new("two", 3);
+    sbuf_count(a, &total);
+    sbuf_count(b, &total);
+    assert_int_equal(total, 7 + 9 + 3);
+    sbuf_ref(a);
+    sbuf_unref(a);
+    assert_int_equal(total, 7 + 9 + 3);
+    sbuf_unref(a);
+    assert_int_equal(total, 7 + 3);
+    sbuf_unref(b);
+    assert_int_equal(total, 7);
+    sbuf_t *plain = sbuf_new("x", 1);
+    sbuf_unref(plain);
+    assert_int_equal(total, 7);
+}
+
 int run_buf_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(json_escape),
         cmocka_unit_test(printf_growth),
         cmocka_unit_test(shared),
+        cmocka_unit_test(counted),
     };
     return cmocka_run_group_tests_name("core/buf", tests, NULL, NULL);
 }
