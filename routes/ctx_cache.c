@@ -73,19 +73,29 @@ static void flush_all(void)
     gen++;
 }
 
-/* Whether the cache may be used now; empties it when messages may have been missed. */
+/* Whether the cache may be used now; empties it when messages may have been missed. A lookup
+ * that started before the subscription was (again) active may have read a row that an
+ * invalidation published meanwhile, which this worker never got, made stale: the generation moves
+ * when the subscription becomes active, so such a lookup does not store its row. */
 static bool usable(void)
 {
+    static bool was_active;
     if (cfg.context_cache_ttl_ms <= 0 || !slots) return false;
     unsigned epoch = redis_sub_epoch();
     if (epoch != seen_epoch) {
         seen_epoch = epoch;
+        lease_sent_ns = 0; /* a hit needs a heartbeat through the new connection */
         flush_all();
     }
     if (!redis_channel_active(CTX_CHANNEL)) {
         if (nused > 0) flush_all();
         gen++; /* no lookup running now may store its row */
+        was_active = false;
         return false;
+    }
+    if (!was_active) {
+        was_active = true;
+        flush_all();
     }
     return true;
 }

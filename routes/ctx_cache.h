@@ -46,10 +46,12 @@
  *     rates, not their offsets, enter (W - X = 100 ms of margin).
  *  3. K was not among the N receivers: its subscription was not active when Redis handled the
  *     PUBLISH. A worker whose subscriber connection is lost empties its cache and keeps it off
- *     until CTX_CHANNEL is subscribed again (redis_sub_epoch, redis_channel_active), and a
- *     lookup that was in flight across the loss is not stored (the generation moves). A worker
- *     that subscribed for the first time started empty. So every entry K has was read after
- *     it subscribed, which was after p, hence after the commit.
+ *     until CTX_CHANNEL is subscribed again (redis_sub_epoch, redis_channel_active); a lookup
+ *     that was in flight across the loss, or that started before the subscription became
+ *     active, is not stored (the generation moves when it becomes active). A worker that
+ *     subscribed for the first time started empty. So every entry K has was read by a lookup
+ *     that started after K's subscription was active, which was after p, hence after the
+ *     commit.
  *  The writer's own worker dropped its entries before publishing (case 1 without the wait).
  *
  * What is not covered, bounded by CONTEXT_CACHE_TTL_MS (default 5 s) as before:
