@@ -218,8 +218,9 @@ static void sign_out_on_delete(http_req_t *req, db_result_t *r)
     char *chan = arena_printf(&req->arena, "user:%s:control", c->user_id);
     redis_publish(chan, msg, strlen(msg));
     cookie_clear_session(req);
-    /* The reply waits for Redis: a revoked session must not pass on another worker after it. */
-    ctx_invalidate_session_then(req, c->session_id, sign_out_reply);
+    /* The reply waits for the invalidation: a revoked session must not pass on another worker
+     * after it. */
+    ctx_invalidate_then(req, 's', c->session_id, sign_out_reply);
 }
 
 static void sign_out(http_req_t *req)

@@ -314,8 +314,8 @@ static void resolve_session(http_req_t *req)
     db_req_query(req, SQL_CONTEXT_CALLER, 3, params, on_caller);
 }
 
-void context_init(void)
+void context_init(uv_loop_t *loop)
 {
-    ctx_cache_init();
+    ctx_cache_init(loop);
     router_set_guard(guard);
 }

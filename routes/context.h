@@ -35,7 +35,7 @@ typedef struct caller {
 } caller_t;
 
 /* Installs the guard on the router. */
-void context_init(void);
+void context_init(uv_loop_t *loop);
 /* The caller of an authenticated request (NULL on AUTH_PUBLIC / unauthenticated optional). */
 static inline caller_t *context_caller(http_req_t *req)
 {

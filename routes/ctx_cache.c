@@ -9,7 +9,9 @@
 
 #include "core/config.h"
 #include "core/http.h"
+#include "core/log.h"
 #include "core/mem.h"
+#include "core/random.h"
 #include "domain/token.h"
 #include "rt/redis.h"
 
@@ -29,6 +31,19 @@ static entry_t *slots;
 static size_t nused;
 static unsigned gen;
 static unsigned seen_epoch;
+
+/* Acknowledged invalidation and the lease (see ctx_cache.h). */
+#define LEASE_MS 200                   /* X: a hit needs a heartbeat received at most this old */
+#define HEARTBEAT_MS (LEASE_MS / 4)    /* how often a heartbeat is sent */
+#define ACK_WAIT_MS (LEASE_MS * 3 / 2) /* W: the longest a writer waits for its acks */
+#define ID_LEN 16                      /* hex digits of a worker id */
+#define MSG_MAX 320
+
+static char worker_id[ID_LEN + 1];
+static char ack_channel[sizeof("coachd:ctx-ack:") + ID_LEN];
+static char hb_channel[sizeof("coachd:ctx-hb:") + ID_LEN];
+static uint64_t lease_sent_ns; /* uv_hrtime() at the sending of the newest heartbeat received */
+static uv_timer_t hb_timer, wait_timer;
 
 static uint32_t fnv(const char *s)
 {
@@ -58,21 +73,39 @@ static void flush_all(void)
     gen++;
 }
 
-/* Whether the cache may be used now; empties it when messages may have been missed. */
+/* Whether the cache may be used now; empties it when messages may have been missed. A lookup
+ * that started before the subscription was (again) active may have read a row that an
+ * invalidation published meanwhile, which this worker never got, made stale: the generation moves
+ * when the subscription becomes active, so such a lookup does not store its row. */
 static bool usable(void)
 {
+    static bool was_active;
     if (cfg.context_cache_ttl_ms <= 0 || !slots) return false;
     unsigned epoch = redis_sub_epoch();
     if (epoch != seen_epoch) {
         seen_epoch = epoch;
+        lease_sent_ns = 0; /* a hit needs a heartbeat through the new connection */
         flush_all();
     }
     if (!redis_channel_active(CTX_CHANNEL)) {
         if (nused > 0) flush_all();
         gen++; /* no lookup running now may store its row */
+        was_active = false;
         return false;
     }
+    if (!was_active) {
+        was_active = true;
+        flush_all();
+    }
     return true;
+}
+
+/* The lease: this worker's own heartbeat came back through its subscriber connection less than
+ * LEASE_MS after it was sent, so every invalidation Redis handled LEASE_MS ago or earlier has
+ * been applied here. */
+static bool lease_held(void)
+{
+    return lease_sent_ns && uv_hrtime() - lease_sent_ns <= (uint64_t)LEASE_MS * 1000000u;
 }
 
 static int64_t wall_ms(void)
@@ -94,7 +127,7 @@ bool ctx_cache_get(const char *hash, const char *org, ctx_row_t *out)
     /* Invalidations already on the subscriber socket are applied before an entry is trusted, even
      * when the loop has not polled that socket yet (one recv() per lookup, EAGAIN when idle). */
     redis_sub_drain();
-    if (!usable()) return false;
+    if (!usable() || !lease_held()) return false;
     char key[KEY_MAX];
     make_key(key, hash, org);
     entry_t *e = &slots[fnv(key) % SLOTS];
@@ -189,77 +222,239 @@ static void apply(const char *msg, size_t len)
     }
 }
 
-static void on_message(const char *channel, const char *msg, size_t len, void *data)
-{
-    (void)channel;
-    (void)data;
-    apply(msg, len);
-}
+/* ---- waiting writers ------------------------------------------------------------------------ */
 
-static void invalidate(char kind, const char *value)
-{
-    if (!value || !*value) return;
-    char msg[300];
-    int n = snprintf(msg, sizeof(msg), "%c:%s", kind, value);
-    if (n < 0 || (size_t)n >= sizeof(msg)) {
-        n = snprintf(msg, sizeof(msg), "*");
-    }
-    /* This worker at once (the caller replies right after), the others through Redis. */
-    apply(msg, (size_t)n);
-    redis_publish(CTX_CHANNEL, msg, (size_t)n);
-    /* Before the writer's HTTP reply: a client that goes on to another worker must find the
-     * message there first (it reaches that worker's socket ahead of the client's request). */
-    redis_flush();
-}
-
-void ctx_invalidate_session(const char *session_id)
-{
-    invalidate('s', session_id);
-}
-
-typedef struct then_state {
+/* A write waiting for the acknowledgements of its invalidation. In PUBLISH order, which is the
+ * order of the PUBLISH replies (one connection), so the ones with a deadline are a prefix. */
+typedef struct waiter waiter_t;
+struct waiter {
+    waiter_t *prev, *next;
+    uint64_t nonce;
+    long long receivers;  /* PUBLISH's reply: subscribers that got the message; -1 until known */
+    long long acks;       /* acknowledgements received (this worker's own included) */
+    uint64_t deadline_ns; /* uv_hrtime() of the reply + ACK_WAIT_MS; 0 until the reply */
     http_req_t *req;
     void (*done)(http_req_t *req);
     int status;
     const char *body; /* in the request's arena */
     size_t len;
-    char msg[300];
-} then_state_t;
+    char msg[MSG_MAX]; /* "k:value" */
+};
+
+static waiter_t *wait_head, *wait_tail;
+static uint64_t next_nonce = 1;
+
+static waiter_t *waiter_find(uint64_t nonce)
+{
+    for (waiter_t *w = wait_head; w; w = w->next)
+        if (w->nonce == nonce) return w;
+    return NULL;
+}
+
+static void waiter_finish(waiter_t *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        wait_head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        wait_tail = w->prev;
+    if (!http_req_gone(w->req)) {
+        if (w->done)
+            w->done(w->req);
+        else
+            http_reply_jsonn(w->req, w->status, w->body, w->len);
+    }
+    http_req_unref(w->req);
+    free(w);
+}
+
+static void arm_wait_timer(void);
+
+static void on_wait_timer(uv_timer_t *t)
+{
+    (void)t;
+    uint64_t now = uv_hrtime();
+    while (wait_head && wait_head->deadline_ns && wait_head->deadline_ns <= now) {
+        waiter_t *w = wait_head;
+        log_warn("context cache: %lld of %lld workers acknowledged an invalidation within %d ms",
+                 w->acks, w->receivers, ACK_WAIT_MS);
+        waiter_finish(w);
+    }
+    arm_wait_timer();
+}
+
+/* The timer follows the oldest deadline; the loop's clock may lag the real one, so a deadline is
+ * checked against uv_hrtime() when the timer fires and the timer re-armed if it came early. */
+static void arm_wait_timer(void)
+{
+    if (!wait_head || !wait_head->deadline_ns) {
+        uv_timer_stop(&wait_timer);
+        return;
+    }
+    uint64_t now = uv_hrtime();
+    uint64_t left = wait_head->deadline_ns > now ? wait_head->deadline_ns - now : 0;
+    uv_timer_start(&wait_timer, on_wait_timer, left / 1000000u + 1, 0);
+}
+
+static void waiter_check(waiter_t *w)
+{
+    if (w->receivers >= 0 && w->acks >= w->receivers) {
+        bool head = w == wait_head;
+        waiter_finish(w);
+        if (head) arm_wait_timer();
+    }
+}
 
 static void on_published(redisReply *reply, void *data)
 {
-    then_state_t *t = data;
-    /* Redis has handed the message to every subscriber before this reply. Without a reply the
-     * message goes on the retried queue, and the TTL bounds the rest. */
-    if (!reply) redis_publish(CTX_CHANNEL, t->msg, strlen(t->msg));
-    if (!http_req_gone(t->req)) {
-        if (t->done)
-            t->done(t->req);
-        else
-            http_reply_jsonn(t->req, t->status, t->body, t->len);
+    waiter_t *w = data;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        /* Not handed to anyone (Redis unreachable from here): sent again once it is back, and
+         * the TTL bounds the rest (ctx_cache.h, "What is not covered"). */
+        if (!reply) redis_publish(CTX_CHANNEL, w->msg, strlen(w->msg));
+        bool head = w == wait_head;
+        waiter_finish(w);
+        if (head) arm_wait_timer();
+        return;
     }
-    http_req_unref(t->req);
-    free(t);
+    w->receivers = reply->integer;
+    w->deadline_ns = uv_hrtime() + (uint64_t)ACK_WAIT_MS * 1000000u;
+    if (w == wait_head && !uv_is_active((uv_handle_t *)&wait_timer)) arm_wait_timer();
+    waiter_check(w);
 }
 
-static void invalidate_then(http_req_t *req, char kind, const char *value, then_state_t *t)
+/* ---- messages ---------------------------------------------------------------------------------
+ */
+
+/* "<writer id> <nonce> <k:value>" on CTX_CHANNEL: applied, then acknowledged to the writer (a
+ * nonce 0 asks for no acknowledgement). Anything else empties the cache. */
+static void on_invalidation(const char *channel, const char *msg, size_t len, void *data)
 {
-    int n = snprintf(t->msg, sizeof(t->msg), "%c:%s", kind, value ? value : "");
-    if (n < 0 || (size_t)n >= sizeof(t->msg) || !value || !*value)
-        snprintf(t->msg, sizeof(t->msg), "*");
-    apply(t->msg, strlen(t->msg));
-    t->req = req;
-    http_req_ref(req);
-    redis_command(on_published, t, "PUBLISH %s %s", CTX_CHANNEL, t->msg);
+    (void)channel;
+    (void)data;
+    char buf[MSG_MAX + ID_LEN + 24];
+    if (len >= sizeof(buf)) {
+        flush_all();
+        return;
+    }
+    memcpy(buf, msg, len);
+    buf[len] = '\0';
+    char *sp1 = strchr(buf, ' ');
+    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp1 || !sp2 || sp1 - buf != ID_LEN) {
+        flush_all();
+        return;
+    }
+    *sp1 = *sp2 = '\0';
+    uint64_t nonce = strtoull(sp1 + 1, NULL, 10);
+    apply(sp2 + 1, strlen(sp2 + 1));
+    if (nonce == 0) return;
+    if (strcmp(buf, worker_id) == 0) {
+        waiter_t *w = waiter_find(nonce);
+        if (w) {
+            w->acks++;
+            waiter_check(w);
+        }
+        return;
+    }
+    char ch[sizeof(ack_channel)];
+    memcpy(ch, "coachd:ctx-ack:", sizeof("coachd:ctx-ack:") - 1);
+    memcpy(ch + sizeof("coachd:ctx-ack:") - 1, buf, ID_LEN + 1); /* buf is ID_LEN long */
+    /* No retry: an acknowledgement that is lost costs the writer ACK_WAIT_MS, and the lease
+     * covers this worker meanwhile. */
+    redis_command(NULL, NULL, "PUBLISH %s %s", ch, sp1 + 1);
     redis_flush();
 }
 
-void ctx_invalidate_session_then(http_req_t *req, const char *session_id,
-                                 void (*done)(http_req_t *req))
+static void on_ack(const char *channel, const char *msg, size_t len, void *data)
 {
-    then_state_t *t = xcalloc(1, sizeof(*t));
-    t->done = done;
-    invalidate_then(req, 's', session_id, t);
+    (void)channel;
+    (void)data;
+    char buf[24];
+    if (len == 0 || len >= sizeof(buf)) return;
+    memcpy(buf, msg, len);
+    buf[len] = '\0';
+    waiter_t *w = waiter_find(strtoull(buf, NULL, 10));
+    if (w) {
+        w->acks++;
+        waiter_check(w);
+    }
+}
+
+static void on_heartbeat(const char *channel, const char *msg, size_t len, void *data)
+{
+    (void)channel;
+    (void)data;
+    char buf[24];
+    if (len == 0 || len >= sizeof(buf)) return;
+    memcpy(buf, msg, len);
+    buf[len] = '\0';
+    uint64_t sent = strtoull(buf, NULL, 10);
+    if (sent > lease_sent_ns) lease_sent_ns = sent;
+}
+
+/* The send time is taken before the PUBLISH is written, so it is never later than the moment
+ * Redis handles it: the lease errs on the short side. */
+static void on_hb_timer(uv_timer_t *t)
+{
+    (void)t;
+    if (!redis_channel_active(hb_channel)) return;
+    char v[24];
+    snprintf(v, sizeof(v), "%llu", (unsigned long long)uv_hrtime());
+    redis_command(NULL, NULL, "PUBLISH %s %s", hb_channel, v);
+}
+
+/* ---- invalidating ------------------------------------------------------------------------------
+ */
+
+static void format_msg(char out[MSG_MAX], char kind, const char *value)
+{
+    int n = snprintf(out, MSG_MAX, "%c:%s", kind, value ? value : "");
+    if (n < 0 || n >= MSG_MAX || !value || !*value) snprintf(out, MSG_MAX, "*");
+}
+
+/* Without waiting (a failed write's reply, where nothing may have changed). */
+static void invalidate(char kind, const char *value)
+{
+    if (!value || !*value) return;
+    char msg[MSG_MAX], wire[MSG_MAX + ID_LEN + 24];
+    format_msg(msg, kind, value);
+    apply(msg, strlen(msg));
+    int n = snprintf(wire, sizeof(wire), "%s 0 %s", worker_id, msg);
+    redis_publish(CTX_CHANNEL, wire, (size_t)n);
+    redis_flush();
+}
+
+static void invalidate_then(http_req_t *req, char kind, const char *value, waiter_t *w)
+{
+    format_msg(w->msg, kind, value);
+    /* This worker at once; a lookup of it that is running now will not store its row. */
+    apply(w->msg, strlen(w->msg));
+    w->req = req;
+    http_req_ref(req);
+    w->nonce = next_nonce++;
+    w->receivers = -1;
+    w->prev = wait_tail;
+    if (wait_tail)
+        wait_tail->next = w;
+    else
+        wait_head = w;
+    wait_tail = w;
+    char wire[MSG_MAX + ID_LEN + 24];
+    snprintf(wire, sizeof(wire), "%s %llu %s", worker_id, (unsigned long long)w->nonce, w->msg);
+    redis_command(on_published, w, "PUBLISH %s %s", CTX_CHANNEL, wire);
+    redis_flush();
+}
+
+void ctx_invalidate_then(http_req_t *req, char kind, const char *value,
+                         void (*done)(http_req_t *req))
+{
+    waiter_t *w = xcalloc(1, sizeof(*w));
+    w->done = done;
+    invalidate_then(req, kind, value, w);
 }
 
 void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, int status,
@@ -270,26 +465,11 @@ void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, in
         http_reply_error(req, 500, "INTERNAL", "Internal error");
         return;
     }
-    then_state_t *t = xcalloc(1, sizeof(*t));
-    t->status = status;
-    t->body = arena_strndup(&req->arena, json, len);
-    t->len = len;
-    invalidate_then(req, kind, value, t);
-}
-
-void ctx_invalidate_user(const char *user_id)
-{
-    invalidate('u', user_id);
-}
-
-void ctx_invalidate_email(const char *email)
-{
-    invalidate('e', email);
-}
-
-void ctx_invalidate_org(const char *org_id)
-{
-    invalidate('o', org_id);
+    waiter_t *w = xcalloc(1, sizeof(*w));
+    w->status = status;
+    w->body = arena_strndup(&req->arena, json, len);
+    w->len = len;
+    invalidate_then(req, kind, value, w);
 }
 
 void ctx_cache_drop_session_local(const char *session_id)
@@ -297,11 +477,26 @@ void ctx_cache_drop_session_local(const char *session_id)
     if (session_id) drop_matching(COL_SESSION, -1, session_id, false);
 }
 
-void ctx_cache_init(void)
+void ctx_cache_init(uv_loop_t *loop)
 {
-    if (cfg.context_cache_ttl_ms <= 0) return;
-    slots = xcalloc(SLOTS, sizeof(*slots));
+    /* Without a cache of its own a worker still acknowledges the others' invalidations (the
+     * writers count it among the subscribers). */
+    if (cfg.context_cache_ttl_ms > 0) slots = xcalloc(SLOTS, sizeof(*slots));
     seen_epoch = redis_sub_epoch();
-    redis_set_channel_handler(CTX_CHANNEL, on_message, NULL);
+    unsigned char rnd[ID_LEN / 2];
+    random_bytes(rnd, sizeof(rnd));
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(worker_id + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(ack_channel, sizeof(ack_channel), "coachd:ctx-ack:%s", worker_id);
+    snprintf(hb_channel, sizeof(hb_channel), "coachd:ctx-hb:%s", worker_id);
+    redis_set_channel_handler(CTX_CHANNEL, on_invalidation, NULL);
+    redis_set_channel_handler(ack_channel, on_ack, NULL);
+    redis_set_channel_handler(hb_channel, on_heartbeat, NULL);
     redis_subscribe(CTX_CHANNEL);
+    redis_subscribe(ack_channel);
+    redis_subscribe(hb_channel);
+    uv_timer_init(loop, &wait_timer);
+    uv_timer_init(loop, &hb_timer);
+    uv_timer_start(&hb_timer, on_hb_timer, HEARTBEAT_MS, HEARTBEAT_MS);
+    uv_unref((uv_handle_t *)&hb_timer);
 }

@@ -333,6 +333,7 @@ typedef struct ref_state {
     files_ref_done_cb done;
     int kind;
     const char *target_id, *file_id, *ref;
+    const char *old_file_id; /* the image the write replaced, to be collected */
 } ref_state_t;
 
 static void ref_finish(http_req_t *req, bool ok)
@@ -348,6 +349,18 @@ static void ref_on_gc(http_req_t *req, db_result_t *r)
     if (!r->ok) log_warn("files: unused previous image not deleted: %s", r->error ? r->error : "");
     if (r->ok && db_getll(r, 0, FILES_GC_QUEUED, 0) > 0) outbox_kick();
     ref_finish(req, true);
+}
+
+/* Queues the previous image, if any, for deletion. */
+static void ref_collect(http_req_t *req)
+{
+    ref_state_t *rs = req->data;
+    if (!rs->old_file_id) {
+        ref_finish(req, true);
+        return;
+    }
+    const char *params[] = {rs->old_file_id};
+    db_req_query(req, SQL_FILES_GC, 1, params, ref_on_gc);
 }
 
 static void ref_on_set(http_req_t *req, db_result_t *r)
@@ -369,15 +382,17 @@ static void ref_on_set(http_req_t *req, db_result_t *r)
         ref_finish(req, false);
         return;
     }
-    /* The caller context carries the avatar url. */
-    if (rs->kind == FILES_REF_AVATAR) ctx_invalidate_user(rs->target_id);
     const char *old = db_get(r, 0, FILES_SET_AVATAR_OLD_FILE_ID);
     if (!old || (rs->file_id && strcmp(old, rs->file_id) == 0)) {
-        ref_finish(req, true);
-        return;
+        rs->old_file_id = NULL;
+    } else {
+        rs->old_file_id = arena_strdup(&req->arena, old);
     }
-    const char *params[] = {old};
-    db_req_query(req, SQL_FILES_GC, 1, params, ref_on_gc);
+    /* The caller context carries the avatar url: the reply waits for the invalidation. */
+    if (rs->kind == FILES_REF_AVATAR)
+        ctx_invalidate_then(req, 'u', rs->target_id, ref_collect);
+    else
+        ref_collect(req);
 }
 
 static void ref_write(http_req_t *req)

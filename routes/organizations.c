@@ -311,8 +311,10 @@ static void create_org(http_req_t *req)
     db_req_query(req, SQL_ORG_CREATE, 7, params, on_org_created);
 }
 
-/* Shared by GET, PATCH and DELETE on one organization: access, then the organization. */
-static void on_org_one(http_req_t *req, db_result_t *r)
+/* Shared by GET, PATCH and DELETE on one organization: access, then the organization. A
+ * change (changed) replies once every caller context naming the organization is dropped on
+ * every worker (its status is in the context). */
+static void org_one_reply(http_req_t *req, db_result_t *r, bool changed)
 {
     if (!db_ok_or_reply(req, r)) return;
     role_t as;
@@ -321,7 +323,16 @@ static void on_org_one(http_req_t *req, db_result_t *r)
         http_reply_error(req, 404, "NOT_FOUND", "Organization not found");
         return;
     }
-    reply_db_json(req, 200, r);
+    if (changed)
+        ctx_invalidate_then_reply(req, 'o', lower_ascii(req, http_req_param(req, 0)), 200,
+                                  db_get(r, 0, ORG_GET_JSON), db_getlen(r, 0, ORG_GET_JSON));
+    else
+        reply_db_json(req, 200, r);
+}
+
+static void on_org_one(http_req_t *req, db_result_t *r)
+{
+    org_one_reply(req, r, false);
 }
 
 static void get_org(http_req_t *req)
@@ -333,12 +344,10 @@ static void get_org(http_req_t *req)
     db_req_query(req, SQL_ORG_GET, 4, params, on_org_one);
 }
 
-/* An organization-level change (status, archive): every caller context naming the
- * organization is dropped, on every worker. */
+/* An organization-level change (status, archive). */
 static void on_org_changed(http_req_t *req, db_result_t *r)
 {
-    if (r->ok && db_nrows(r) > 0) ctx_invalidate_org(lower_ascii(req, http_req_param(req, 0)));
-    on_org_one(req, r);
+    org_one_reply(req, r, true);
 }
 
 static void patch_org(http_req_t *req)

@@ -261,14 +261,17 @@ static void resend_activation(http_req_t *req)
 
 /* ---- verify-email ---- */
 
+static void verify_redirect(http_req_t *req)
+{
+    http_reply_redirect(req, 302, req->data);
+}
+
 static void verify_on_done(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     const char *outcome = db_get(r, 0, RECOVERY_VERIFY_OUTCOME);
     const char *profile_lang = db_get(r, 0, RECOVERY_VERIFY_PREFERRED_LANGUAGE);
     const char *callback = req->data;
-    ctx_invalidate_user(db_get(
-        r, 0, RECOVERY_VERIFY_VERIFIED_USER_ID)); /* email_verified is part of the invite gate */
     const char *lang = callback ? urlcheck_lang(callback) : NULL;
     if (!lang) lang = profile_lang && strcmp(profile_lang, "es") == 0 ? "es" : "en";
     const char *loc;
@@ -277,7 +280,14 @@ static void verify_on_done(http_req_t *req, db_result_t *r)
     else
         loc = arena_printf(&req->arena, "%s/email-verification?lang=%s&error=%s", cfg.frontend_url,
                            lang, outcome ? outcome : "invalid_token");
-    http_reply_redirect(req, 302, loc);
+    const char *user_id = db_get(r, 0, RECOVERY_VERIFY_VERIFIED_USER_ID);
+    if (!user_id) {
+        http_reply_redirect(req, 302, loc);
+        return;
+    }
+    /* email_verified is part of the invite gate: the redirect waits for the invalidation. */
+    req->data = (void *)loc;
+    ctx_invalidate_then(req, 'u', user_id, verify_redirect);
 }
 
 static void verify_email(http_req_t *req)

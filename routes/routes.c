@@ -16,7 +16,7 @@ static const char *log_user_of(http_req_t *req)
 void routes_init(uv_loop_t *loop)
 {
     http_set_log_user(log_user_of);
-    context_init();
+    context_init(loop);
     streams_init(loop);
     routes_auth_register();
     routes_recovery_register();

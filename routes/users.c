@@ -325,7 +325,8 @@ static void run_update(http_req_t *req, users_state_t *st, db_req_cb cb)
 static bool after_update(http_req_t *req, const db_result_t *r, const char *user_id)
 {
     if (db_nrows(r) == 0) return false;
-    ctx_invalidate_user(user_id); /* status and profile fields are in the caller context */
+    /* Status and profile fields are in the caller context: the caller's reply waits for the
+     * invalidation (ctx_invalidate_then_reply). */
     const char *before = db_get(r, 0, USER_UPDATE_STATUS_BEFORE),
                *after = db_get(r, 0, USER_UPDATE_STATUS_AFTER);
     if (before && after && strcmp(before, "active") == 0 && strcmp(after, "active") != 0)

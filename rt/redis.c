@@ -159,6 +159,8 @@ static struct {
 static int nchannel_handlers;
 /* Moves on every loss of the subscriber connection (messages may have been missed). */
 static unsigned sub_epoch;
+/* Inside a message handler (redis_sub_drain does not read then). */
+static int sub_dispatching;
 /* Told when a channel's subscription is confirmed (first subscribe, or re-subscribe after the
  * subscriber connection came back). */
 static void (*subscribed_cb)(const char *channel, void *data);
@@ -1032,8 +1034,11 @@ void redis_flush(void)
 
 void redis_sub_drain(void)
 {
-    /* A read with nothing waiting is what a spurious wake-up does: hiredis gets EAGAIN. */
-    if (R.running && R.sub.state == REDIS_STATE_CONNECTED && R.sub.ac)
+    /* A read with nothing waiting is what a spurious wake-up does: hiredis gets EAGAIN. Not from
+     * inside a message handler (a reply it sends may start the next pipelined request, whose
+     * lookup drains): hiredis's read is not reentrant, and the read in progress goes on with the
+     * waiting messages anyway. */
+    if (sub_dispatching == 0 && R.running && R.sub.state == REDIS_STATE_CONNECTED && R.sub.ac)
         redisAsyncHandleRead(R.sub.ac);
 }
 
@@ -1090,16 +1095,19 @@ static void on_sub_reply(redisAsyncContext *ac, void *reply, void *priv)
     ch = chan_find(r->element[1]->str, r->element[1]->len);
     if (!ch) return; /* the anchor channel, or one already forgotten */
     if (strcmp(kind, "message") == 0) {
-        for (int i = 0; i < nchannel_handlers; i++) {
+        sub_dispatching++;
+        bool handled = false;
+        for (int i = 0; i < nchannel_handlers && !handled; i++) {
             if (strcmp(channel_handlers[i].name, ch->name) == 0) {
                 if (ch->refs > 0 && r->element[2]->type == REDIS_REPLY_STRING)
                     channel_handlers[i].cb(ch->name, r->element[2]->str, r->element[2]->len,
                                            channel_handlers[i].data);
-                return;
+                handled = true;
             }
         }
-        if (ch->refs > 0 && message_cb && r->element[2]->type == REDIS_REPLY_STRING)
+        if (!handled && ch->refs > 0 && message_cb && r->element[2]->type == REDIS_REPLY_STRING)
             message_cb(ch->name, r->element[2]->str, r->element[2]->len, message_data);
+        sub_dispatching--;
     } else if (strcmp(kind, "subscribe") == 0) {
         ch->state = CHAN_ACTIVE;
         if (ch->refs == 0 && chan_send(ch, "UNSUBSCRIBE") != 0) ch->state = CHAN_ACTIVE;

@@ -52,7 +52,8 @@ bool redis_channel_active(const char *channel);
  * leaves before a reply the caller is about to send. Non-blocking. */
 void redis_flush(void);
 /* Reads and dispatches the messages already waiting on the subscriber connection now, without
- * waiting for the loop to poll it. Non-blocking. */
+ * waiting for the loop to poll it. Non-blocking; does nothing when called from inside a message
+ * handler (that read is still going on). */
 void redis_sub_drain(void);
 /* Changes whenever the subscriber connection was lost: messages published meanwhile are gone. */
 unsigned redis_sub_epoch(void);

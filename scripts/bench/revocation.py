@@ -8,7 +8,8 @@ Creates N sessions (default 1000) of one user straight in the database (known to
 for each: two requests on the reader (so its context is cached), sign-out on the writer, and
 requests on the reader until it answers 401. Prints the distribution of the time from the
 sign-out's reply to the reader's first refusal, and how many requests the reader still
-accepted after the sign-out had replied (stale answers)."""
+accepted after the sign-out had replied (stale answers). Also prints the sign-out's own latency
+(an invalidating write: it answers once every worker acknowledged the invalidation)."""
 import hashlib
 import http.client
 import secrets
@@ -48,12 +49,14 @@ def main():
     subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db], input=sql,
                    text=True, check=True)
     w, r = conn(writer), conn(reader)
-    lat, stale = [], []
+    lat, stale, write = [], [], []
     for t in tokens:
         for _ in range(2):
             assert call(r, "GET", "/api/users/me", t) == 200
+        sent = time.perf_counter()
         assert call(w, "POST", "/api/auth/sign-out", t) == 200
         done = time.perf_counter()
+        write.append((done - sent) * 1000)
         k = 0
         while call(r, "GET", "/api/users/me", t) == 200:
             k += 1
@@ -62,14 +65,17 @@ def main():
         lat.append((time.perf_counter() - done) * 1000)
         stale.append(k)
     lat.sort()
+    write.sort()
 
-    def pct(p):
-        return lat[min(len(lat) - 1, int(p / 100 * len(lat)))]
+    def pct(p, v=lat):
+        return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
     print("revocations: %d" % n)
     print("time to refusal on the reader (ms): p50 %.2f  p90 %.2f  p99 %.2f  max %.2f"
           % (pct(50), pct(90), pct(99), lat[-1]))
     print("over 100 ms: %d" % sum(1 for x in lat if x > 100))
+    print("sign-out latency (ms): p50 %.2f  p90 %.2f  p99 %.2f  max %.2f"
+          % (pct(50, write), pct(90, write), pct(99, write), write[-1]))
     print("stale answers after the sign-out replied: %d revocations had any, %d in all, max %d"
           % (sum(1 for k in stale if k), sum(stale), max(stale)))
 

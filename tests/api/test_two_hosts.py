@@ -20,6 +20,7 @@ import netns_lab
 from chat_fixtures import Chat
 from helpers import (SESSION_COOKIE, Client, SSEStream, assert_error, psql, redis_cli,
                      second_coachd, sign_up, wait_until)
+from orgs import new_org
 
 
 def relayed(lab, host, url):
@@ -108,6 +109,32 @@ def test_sign_out_on_one_host_closes_its_stream_on_the_other(hosts):
     # B no longer knows the session (its caller cache was told, too).
     assert_error(on_b.get("/api/events/users/me/events"), 401)
     assert on_b.get_json("/api/auth/session") == {"session": None, "user": None}
+
+
+def test_a_change_on_one_host_holds_for_the_next_request_on_the_other(hosts):
+    """Read-your-writes of the caller-context cache across hosts (routes/ctx_cache.h): a
+    sign-out and a role change answered by one host, then the very next request, on a new
+    connection, to the other. CTX_RYW_ROUNDS rounds of each (as in
+    test_context_read_your_writes.py; 20 here by default)."""
+    rounds = int(os.environ.get("CTX_RYW_ROUNDS", "20"))
+    org = new_org(roles=("OrganizationAdmin", "Teacher"))
+    teacher, admin = org.clients["Teacher"], org.clients["OrganizationAdmin"]
+    path = "/api/organizations/%s/users/%s" % (org.id, org.uid("Teacher"))
+    stale = collections.Counter()
+    for i in range(rounds):
+        src, dst = ("a", "b") if i % 2 == 0 else ("b", "a")
+        c, _ = sign_up()
+        for _ in range(2):
+            on(c, hosts[dst]).get("/api/users/me")
+        on(c, hosts[src]).post_json("/api/auth/sign-out")
+        if on(c, hosts[dst]).get("/api/users/me").status_code != 401:
+            stale["sign-out"] += 1
+        role = "Manager" if i % 2 == 0 else "Teacher"
+        on(teacher, hosts[dst]).get("/api/users/me")
+        on(admin, hosts[src]).patch_json(path, {"roleInOrganization": role})
+        if on(teacher, hosts[dst]).get_json("/api/users/me")["data"]["role"] != role:
+            stale["membership role"] += 1
+    assert not stale, "stale answers in %d rounds: %s" % (rounds, dict(stale))
 
 
 def test_host_cut_off_loses_nothing_acknowledged_and_the_other_serves(hosts):
