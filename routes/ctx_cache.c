@@ -369,15 +369,25 @@ static void on_invalidation(const char *channel, const char *msg, size_t len, vo
     redis_flush();
 }
 
+/* The decimal number a message of this module's own channels carries (a nonce, a send time);
+ * false when it is not one. */
+static bool msg_u64(const char *msg, size_t len, uint64_t *out)
+{
+    char buf[24];
+    if (len == 0 || len >= sizeof(buf)) return false;
+    memcpy(buf, msg, len);
+    buf[len] = '\0';
+    *out = strtoull(buf, NULL, 10);
+    return true;
+}
+
 static void on_ack(const char *channel, const char *msg, size_t len, void *data)
 {
     (void)channel;
     (void)data;
-    char buf[24];
-    if (len == 0 || len >= sizeof(buf)) return;
-    memcpy(buf, msg, len);
-    buf[len] = '\0';
-    waiter_t *w = waiter_find(strtoull(buf, NULL, 10));
+    uint64_t nonce;
+    if (!msg_u64(msg, len, &nonce)) return;
+    waiter_t *w = waiter_find(nonce);
     if (w) {
         w->acks++;
         waiter_check(w);
@@ -388,12 +398,8 @@ static void on_heartbeat(const char *channel, const char *msg, size_t len, void 
 {
     (void)channel;
     (void)data;
-    char buf[24];
-    if (len == 0 || len >= sizeof(buf)) return;
-    memcpy(buf, msg, len);
-    buf[len] = '\0';
-    uint64_t sent = strtoull(buf, NULL, 10);
-    if (sent > lease_sent_ns) lease_sent_ns = sent;
+    uint64_t sent;
+    if (msg_u64(msg, len, &sent) && sent > lease_sent_ns) lease_sent_ns = sent;
 }
 
 /* The send time is taken before the PUBLISH is written, so it is never later than the moment
