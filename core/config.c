@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/netaddr.h"
 
 config_t cfg;
 
@@ -160,6 +161,7 @@ int config_load(void)
     cfg.frontend_url = env_dup("FRONTEND_URL", cfg.public_url);
     strip_slash(cfg.frontend_url);
     parse_origins(env("TRUSTED_ORIGINS") ? env("TRUSTED_ORIGINS") : cfg.frontend_url);
+    if (netaddr_trusted_load(env("TRUSTED_PROXIES")) != 0) rc = -1;
 
     cfg.smtp_url = env_dup("SMTP_URL", NULL);
     cfg.mail_from = env_dup("MAIL_FROM", "coachd <no-reply@localhost>");

@@ -36,6 +36,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/mem.h"
+#include "core/netaddr.h"
 #include "core/router.h"
 #include "core/url.h"
 
@@ -109,7 +110,8 @@ struct http_conn {
     struct http_conn *prev, *next; /* all connections, for shutdown */
     uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
     struct ip_count *ipc;          /* this connection's entry in the per-IP table */
-    char ip[48];
+    bool peer_trusted;             /* the peer is in TRUSTED_PROXIES (see conn_forwarded) */
+    char ip[48];                   /* the peer's address */
 };
 
 /* Open connections per client address, for MAX_CONNECTIONS_PER_IP. */
@@ -157,6 +159,9 @@ static void on_timer(uv_timer_t *t);
 static void conn_linger(http_conn_t *c);
 static void stream_watch(http_conn_t *c);
 static void stream_drain_check(http_conn_t *c);
+static ip_count_t *ip_acquire(const char *ip);
+static void ip_release(ip_count_t *e);
+static void note_refused(const char *why, const char *ip);
 
 uv_loop_t *http_loop(void)
 {
@@ -560,11 +565,12 @@ static void log_request(http_req_t *req)
                        req->status, ms,
                        req->kept  ? req->kept_user
                        : log_user ? log_user(req)
-                                  : NULL);
+                                  : NULL,
+                       req->client_ip);
         return;
     }
-    log_info("%s %s %d %.1fms id=%s", req->method_name ? req->method_name : "-", log_path(req),
-             req->status, ms, req->id);
+    log_info("%s %s %d %.1fms id=%s client=%s", req->method_name ? req->method_name : "-",
+             log_path(req), req->status, ms, req->id, req->client_ip);
 }
 
 static bool reply_prologue(http_req_t *req, int status)
@@ -759,10 +765,11 @@ static void stream_watch(http_conn_t *c)
         c->flushed_mark = flushed;
         c->progress_ms = now;
     } else if (now - c->progress_ms >= stream_write_timeout_ms) {
-        log_info("%s %s stream closed: nothing read for %llu s id=%s",
+        log_info("%s %s stream closed: nothing read for %llu s id=%s client=%s",
                  c->req && c->req->method_name ? c->req->method_name : "-",
                  c->req ? log_path(c->req) : "-",
-                 (unsigned long long)(stream_write_timeout_ms / 1000), c->req ? c->req->id : "-");
+                 (unsigned long long)(stream_write_timeout_ms / 1000), c->req ? c->req->id : "-",
+                 c->req ? c->req->client_ip : c->ip);
         conn_close(c);
         return;
     }
@@ -1044,6 +1051,61 @@ static void adopt_request_id(http_req_t *req)
     memcpy(req->id, in, n + 1);
 }
 
+/* The request's X-Forwarded-For lines joined with ", " in order (as one list), or NULL. */
+static const char *forwarded_for(http_req_t *req, size_t *len)
+{
+    const char *one = NULL;
+    int n = 0;
+    for (int i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, "X-Forwarded-For") == 0) {
+            one = req->headers[i].value;
+            n++;
+        }
+    if (n <= 1) {
+        *len = one ? strlen(one) : 0;
+        return one;
+    }
+    buf_t b = BUF_INIT;
+    for (int i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, "X-Forwarded-For") == 0) {
+            if (b.len) buf_puts(&b, ", ");
+            buf_puts(&b, req->headers[i].value);
+        }
+    *len = b.len;
+    const char *out = arena_strndup(&req->arena, b.data ? b.data : "", b.len);
+    buf_free(&b);
+    return out;
+}
+
+/* Behind a trusted proxy (TRUSTED_PROXIES), the client is the one X-Forwarded-For names, for
+ * everything keyed by client address: rate limits, the per-IP connection cap and the logs. From
+ * any other peer the header is ignored. The proxy's connection is counted under the client of
+ * the request it carries, for as long as that request runs (a proxy reuses its upstream
+ * connections for other clients). Returns -1 when that client is over MAX_CONNECTIONS_PER_IP:
+ * the request is refused as a connection over the cap would be. */
+static int conn_forwarded(http_conn_t *c, http_req_t *req)
+{
+    if (!c->peer_trusted) return 0;
+    size_t len;
+    const char *xff = forwarded_for(req, &len);
+    char client[NETADDR_TEXT_MAX];
+    if (xff && netaddr_pick_client(netaddr_trusted(), xff, len, client, sizeof(client)))
+        snprintf(req->client_ip, sizeof(req->client_ip), "%s", client);
+    if (c->ipc) { /* not released at the end of the last request: a refused or aborted one */
+        ip_release(c->ipc);
+        c->ipc = NULL;
+    }
+    if (!(c->ipc = ip_acquire(req->client_ip))) {
+        note_refused("MAX_CONNECTIONS_PER_IP", req->client_ip);
+        http_res_header(req, "Retry-After", "1");
+        c->error_status = 503;
+        c->error_code = "UNAVAILABLE";
+        c->error_msg = "Too many connections";
+        return -1;
+    }
+    return 0;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     http_conn_t *c = conn_of(p);
@@ -1055,6 +1117,7 @@ static int on_headers_complete(llhttp_t *p)
     adopt_request_id(req);
     req->head_only = p->method == HTTP_M_HEAD;
     req->keep_alive = llhttp_should_keep_alive(p);
+    if (conn_forwarded(c, req) != 0) return -1;
     const char *url = req->url_raw ? req->url_raw : "/";
     const char *q = strchr(url, '?');
     size_t plen = q ? (size_t)(q - url) : strlen(url);
@@ -1338,6 +1401,10 @@ static void conn_finish_request(http_conn_t *c)
         req->conn = NULL;
         http_req_unref(req);
     }
+    if (c->peer_trusted && c->ipc) { /* counted per forwarded request (conn_forwarded) */
+        ip_release(c->ipc);
+        c->ipc = NULL;
+    }
     if (c->close_after || shutting_down) {
         if (c->linger && !shutting_down)
             conn_linger(c);
@@ -1548,8 +1615,8 @@ static void conn_close(http_conn_t *c)
         if (req->replied)
             log_request(req);
         else
-            log_info("%s %s client gone id=%s", req->method_name ? req->method_name : "-",
-                     log_path(req), req->id);
+            log_info("%s %s client gone id=%s client=%s", req->method_name ? req->method_name : "-",
+                     log_path(req), req->id, req->client_ip);
         /* on_gone is for requests still pending or streaming; conn_close never runs inside a
          * call of the request's owner except http_stream_close, which clears on_gone first. */
         http_req_cb gone = req->on_gone;
@@ -1578,11 +1645,17 @@ static void refuse_connection(uv_tcp_t *t, const char *why, const char *ip)
     uv_buf_t b = uv_buf_init(busy, sizeof(busy) - 1);
     (void)uv_try_write((uv_stream_t *)t, &b, 1);
     uv_close((uv_handle_t *)t, on_refused_closed);
+    note_refused(why, ip);
+}
+
+/* Counts a refusal over a cap (a connection, or a forwarded request over the per-IP cap). */
+static void note_refused(const char *why, const char *ip)
+{
     refused_total++;
     uint64_t now = uv_now(loop_ref);
     if (now - refused_logged_at >= 1000 || refused_logged_at == 0) {
         refused_logged_at = now;
-        log_warn("accept: refused a connection from %s (%s); %llu refused so far", ip, why,
+        log_warn("refused a connection of %s (%s); %llu refused so far", ip, why,
                  (unsigned long long)refused_total);
     }
 }
@@ -1613,7 +1686,10 @@ static void on_connection(uv_stream_t *srv, int status)
         refuse_connection(&c->tcp, "MAX_CONNECTIONS", c->ip);
         return;
     }
-    if (!(c->ipc = ip_acquire(c->ip))) {
+    /* A trusted proxy's connections carry many clients: each request is counted under its
+     * forwarded client instead (conn_forwarded). */
+    c->peer_trusted = netaddr_trusted_peer(c->ip);
+    if (!c->peer_trusted && !(c->ipc = ip_acquire(c->ip))) {
         refuse_connection(&c->tcp, "MAX_CONNECTIONS_PER_IP", c->ip);
         return;
     }

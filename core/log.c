@@ -91,7 +91,7 @@ static void jend(jline_t *j)
 }
 
 void log_access(const char *request_id, const char *method, const char *route, int status,
-                double ms, const char *user_id)
+                double ms, const char *user_id, const char *client)
 {
     jline_t j;
     jhead(&j, LOG_INFO);
@@ -111,6 +111,8 @@ void log_access(const char *request_id, const char *method, const char *route, i
         jstr(&j, user_id);
     else
         jraw(&j, "null");
+    jraw(&j, ",\"client\":");
+    jstr(&j, client ? client : "");
     jend(&j);
 }
 

@@ -23,6 +23,7 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
     } while (0)
 void log_set_json(bool on);
 /* The access record of one answered request (JSON mode): time, level, pid, requestId, method,
- * route pattern (NULL: unmatched), status, durationMs, userId (NULL: none). */
+ * route pattern (NULL: unmatched), status, durationMs, userId (NULL: none), client (its
+ * address: the peer's, or behind a trusted proxy the X-Forwarded-For client). */
 void log_access(const char *request_id, const char *method, const char *route, int status,
-                double ms, const char *user_id);
+                double ms, const char *user_id, const char *client);

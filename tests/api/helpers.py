@@ -650,7 +650,7 @@ def free_port():
 
 
 @contextlib.contextmanager
-def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, **env):
+def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, log_path=None, **env):
     """Starts another coachd (COACHD_BIN serve) with `env` over the test server's environment;
     yields its base URL once it answers /api/auth/session, then stops it and asserts that it
     exited with 0. With `netns`, it runs inside that network namespace (nsenter --net, which
@@ -659,7 +659,8 @@ def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, **env)
     Defaults: PORT a free port, HOST `host` (0.0.0.0 for tests that connect from other loopback
     addresses), WORKERS 1; DATABASE_URL, REDIS_URL, MAIL_DIR and CLIENT_KEY, when not in the
     environment, from the COACHD_* variables. Values are turned into strings; None unsets the
-    variable. A worker that dies (its log says so) fails the test unless allow_worker_death."""
+    variable. A worker that dies (its log says so) fails the test unless allow_worker_death.
+    With `log_path`, its stderr goes to that file (kept), for tests that read its log."""
     full = dict(os.environ)
     for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
         if os.environ.get("COACHD_" + var):
@@ -671,7 +672,8 @@ def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, **env)
         else:
             full[k] = str(v)
     binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
-    log = tempfile.TemporaryFile()  # its stderr, shown when it fails to start or stop
+    # its stderr, shown when it fails to start or stop
+    log = open(log_path, "w+b") if log_path else tempfile.TemporaryFile()
     cmd = [binary, "serve"]
     if netns:
         import netns_lab
