@@ -145,6 +145,7 @@ static uint64_t request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_S * 1000ull;
 static uint64_t body_timeout_ms = BODY_TIMEOUT_MS;
 static uint64_t stream_write_timeout_ms = DEFAULT_STREAM_WRITE_TIMEOUT_S * 1000ull;
 static ip_count_t *ip_table[IP_BUCKETS];
+static size_t ip_entries;
 static uint64_t refused_total, refused_logged_at;
 
 static void conn_close(http_conn_t *c);
@@ -176,6 +177,11 @@ uint64_t http_now_ns(void)
 size_t http_server_conn_count(void)
 {
     return nconns;
+}
+
+size_t http_server_ip_entries(void)
+{
+    return ip_entries;
 }
 
 /* ---- requests ---- */
@@ -1538,6 +1544,7 @@ static ip_count_t *ip_acquire(const char *ip)
         snprintf(e->ip, sizeof(e->ip), "%s", ip);
         e->next = ip_table[h];
         ip_table[h] = e;
+        ip_entries++;
     }
     if (max_conns_per_ip && e->n >= max_conns_per_ip) return NULL;
     e->n++;
@@ -1552,6 +1559,7 @@ static void ip_release(ip_count_t *e)
         pp = &(*pp)->next;
     *pp = e->next;
     free(e);
+    ip_entries--;
 }
 
 static void on_conn_closed(uv_handle_t *h)

@@ -148,6 +148,9 @@ int http_server_start_fd(uv_loop_t *loop, int fd);
 void http_server_shutdown(void (*done)(void));
 /* Number of open connections (for stats). */
 size_t http_server_conn_count(void);
+/* Client addresses holding a count of MAX_CONNECTIONS_PER_IP (a connection, or a request a
+ * trusted proxy forwarded); 0 once every connection is closed. */
+size_t http_server_ip_entries(void);
 
 void http_req_ref(http_req_t *req);
 void http_req_unref(http_req_t *req);

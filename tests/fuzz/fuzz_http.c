@@ -8,7 +8,9 @@
  * chunk header split across reads is exercised), with the loop run between pieces. Then the
  * client half-closes and the loop runs until the server has closed the connection. Oracles:
  * the sanitizers; every connection is closed in the end (no connection is held forever once the
- * client is gone).
+ * client is gone), and with it every per-IP count. The client plays a trusted proxy
+ * (TRUSTED_PROXIES=127.0.0.1), so X-Forwarded-For is read and each request is counted under
+ * its forwarded client.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -183,6 +185,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     signal(SIGPIPE, SIG_IGN);
     setenv("TRUSTED_ORIGINS", "http://trusted.example", 1);
     setenv("LOG_LEVEL", "error", 1);
+    setenv("TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8", 1);
     config_load();
     log_set_level(LOG_ERROR);
     loop = uv_default_loop();
@@ -286,5 +289,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         turn(fd);
     close(fd);
     FUZZ_CHECK(http_server_conn_count() == 0);
+    FUZZ_CHECK(http_server_ip_entries() == 0);
     return 0;
 }
