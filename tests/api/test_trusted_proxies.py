@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from helpers import (PASSWORD, SourceAddressAdapter, assert_error, psql_value, second_coachd,
-                     sign_up, unique_email)
+from helpers import (PASSWORD, ROOT, SourceAddressAdapter, assert_error, free_port, psql_value,
+                     second_coachd, sign_up, unique_email)
 
 POINTS = 10  # sign-in attempts one client may make a minute (the default AUTH_RATE_LIMIT_POINTS)
 CAP = 3  # MAX_CONNECTIONS_PER_IP of the proxied server
@@ -269,3 +269,21 @@ def test_json_access_log_records_the_client():
         os.unlink(log.name)
     assert records[0]["msg"] == "request" and records[0]["client"] == "203.0.113.97", records
     assert records[1]["client"] == "127.0.0.2", records
+
+
+@pytest.mark.parametrize("value", ["10.0.0.0/33", "127.0.0.1, nginx.internal", "10.0.0.1/8"])
+def test_malformed_list_stops_start_up(value):
+    """A list coachd cannot read would silently trust nobody (every client one address again) or
+    the wrong network: start-up stops with a message naming the variable."""
+    env = dict(os.environ)
+    for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
+        if os.environ.get("COACHD_" + var):
+            env.setdefault(var, os.environ["COACHD_" + var])
+    env.update(PORT=str(free_port()), HOST="127.0.0.1", WORKERS="1", TRUSTED_PROXIES=value)
+    binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
+    try:
+        r = subprocess.run([binary, "serve"], env=env, capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("coachd started with TRUSTED_PROXIES=%r" % value) from None
+    assert r.returncode == 1, r.stderr
+    assert "TRUSTED_PROXIES" in r.stderr, r.stderr
