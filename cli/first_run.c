@@ -194,11 +194,20 @@ int cli_first_run(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'e': email = optarg; break;
-        case 'n': name = optarg; break;
-        case 'l': lang = optarg; break;
-        case 'h': fputs(USAGE, stdout); return 0;
-        default: return usage_error("unknown option or missing value");
+        case 'e':
+            email = optarg;
+            break;
+        case 'n':
+            name = optarg;
+            break;
+        case 'l':
+            lang = optarg;
+            break;
+        case 'h':
+            fputs(USAGE, stdout);
+            return 0;
+        default:
+            return usage_error("unknown option or missing value");
         }
     }
     if (optind < argc) return usage_error("unexpected argument");
