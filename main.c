@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cli/first_run.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/log.h"
@@ -272,8 +273,9 @@ int main(int argc, char **argv)
         printf("coachd %s\n", COACHD_VERSION);
         return 0;
     }
+    if (strcmp(cmd, "first-run") == 0) return cli_first_run(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
-        fprintf(stderr, "usage: coachd [serve|migrate|version]\n");
+        fprintf(stderr, "usage: coachd [serve|migrate|first-run|version]\n");
         return 2;
     }
     if (config_load() != 0) return 1;

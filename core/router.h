@@ -17,9 +17,11 @@ enum route_auth {
 };
 
 enum route_flags {
-    ROUTE_STREAM_BODY = 1u << 0,  /* handler consumes the body as a stream (http_req_read_body) */
-    ROUTE_GATE_EXEMPT = 1u << 1,  /* stays usable while the caller has pending invites */
-    ROUTE_ORG_OPTIONAL = 1u << 2, /* resolve organization context when there is one */
+    ROUTE_STREAM_BODY = 1u << 0,   /* handler consumes the body as a stream (http_req_read_body) */
+    ROUTE_GATE_EXEMPT = 1u << 1,   /* stays usable while the caller has pending invites */
+    ROUTE_ORG_OPTIONAL = 1u << 2,  /* resolve organization context when there is one */
+    ROUTE_NO_RATE_LIMIT = 1u << 3, /* health probes: outside the global per-IP limiter, which
+                                    * would answer a load balancer's polls 429 */
 };
 
 struct route {

@@ -81,3 +81,6 @@ PGresult *db_result_take(db_result_t *r);
  * transaction, under pg_advisory_lock so concurrent workers/processes never race.
  * Returns 0 or -1 (logged). */
 int db_migrate(const char *conninfo);
+/* The names of the migrations this binary embeds as a PostgreSQL text[] literal ("{0001_x,...}"),
+ * for the readiness query (db/queries/health.sql) that checks they are all recorded. */
+const char *db_migrations_array(void);

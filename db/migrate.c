@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "db/migrations_embed.h"
 
 /* Arbitrary constant shared by every coachd process ("coachd" in ASCII, as a number). */
@@ -121,4 +122,28 @@ done:
     if (locked) exec_simple(pg, sql_unlock, "advisory unlock");
     if (pg) PQfinish(pg);
     return rc;
+}
+
+/* Built once: readiness sends it with every poll. Migration names are file names of
+ * [0-9A-Za-z_], so no element needs quoting. */
+const char *db_migrations_array(void)
+{
+    static char *literal;
+    if (literal) return literal;
+    size_t n = 3;
+    for (size_t i = 0; i < db_migrations_count; i++)
+        n += strlen(db_migrations[i].name) + 1;
+    char *s = xmalloc(n);
+    size_t at = 0;
+    s[at++] = '{';
+    for (size_t i = 0; i < db_migrations_count; i++) {
+        if (i) s[at++] = ',';
+        size_t len = strlen(db_migrations[i].name);
+        memcpy(s + at, db_migrations[i].name, len);
+        at += len;
+    }
+    s[at++] = '}';
+    s[at] = '\0';
+    literal = s;
+    return literal;
 }

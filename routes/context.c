@@ -139,7 +139,7 @@ static void guard(http_req_t *req, http_req_cb next)
         http_reply_error(req, 403, "FORBIDDEN", "Cross-site request from an untrusted origin");
         return;
     }
-    if (cfg.rate_limiter_enabled) {
+    if (cfg.rate_limiter_enabled && !(req->route->flags & ROUTE_NO_RATE_LIMIT)) {
         char key[96];
         snprintf(key, sizeof(key), "rl:g:%s", req->client_ip);
         http_req_ref(req);

@@ -1,5 +1,7 @@
 /*
- * GET /api/health: six checks run concurrently, then one answer.
+ * Health, for people and for machines.
+ *
+ * GET /api/health (X-Client-Key): six checks run concurrently, then one answer.
  *
  *   database  SELECT 1 through the pool
  *   cache     Redis PING
@@ -9,8 +11,20 @@
  *   env       required variables present (only enforced when APP_ENV=production)
  *
  * status is "degraded" (503) when the database or cache fails, or in production when any check
- * fails. Storage and mail probes are cached for 30 s so a load balancer polling the endpoint does
- * not open an SMTP connection per poll.
+ * fails (the interface's meaning: every check). That makes it the wrong probe for a load
+ * balancer: an SMTP outage would take every host out while the API serves fine.
+ *
+ * GET /api/health/live and GET /api/health/ready are for balancers and orchestrators: no client
+ * key, no details, {"status":"ok"} or {"status":"unavailable"}. live answers while the worker
+ * serves; ready answers 200 when a request could be served: the database answers and has every
+ * migration this binary knows, and Redis answers PING. Mail, video and storage never fail it.
+ * A poll costs one indexed statement and one PING; no SMTP, no file; the global per-IP limiter
+ * does not count them (ROUTE_NO_RATE_LIMIT).
+ *
+ * Storage and mail probes are cached for HEALTH_PROBE_CACHE_SECONDS (30) and run at most once at
+ * a time: concurrent callers wait for the probe in flight. /metrics shows the cached results
+ * (coachd_health_check_ok) and starts a probe when they are stale, so a scrape never waits for
+ * SMTP and never opens more connections than the cache allows.
  */
 #include <string.h>
 #include <time.h>
@@ -20,6 +34,7 @@
 #include "core/log.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_health.h"
 #include "domain/crypto.h"
 #include "domain/roles.h"
 #include "routes/common.h"
@@ -43,20 +58,31 @@ typedef struct health_state {
     http_req_t *req;
     int pending;
     bool ok[CHK_N];
+    void (*reply)(struct health_state *st);
 } health_state_t;
 
-static struct {
-    time_t at;
-    bool ok;
-} mail_cache, storage_cache;
+/* A request waiting for a probe in flight (request arena; the request holds a reference). */
+typedef struct probe_wait {
+    struct probe_wait *next;
+    health_state_t *st;
+    int which;
+} probe_wait_t;
 
-static void health_reply(health_state_t *st);
+typedef struct probe {
+    void (*run)(void (*cb)(bool ok, void *data), void *data);
+    time_t at;
+    bool known, ok, running;
+    probe_wait_t *waiters;
+} probe_t;
+
+static probe_t mail_check = {.run = mail_verify};
+static probe_t storage_check = {.run = storage_probe};
 
 static void check_done(health_state_t *st, int which, bool ok)
 {
     st->ok[which] = ok;
     if (--st->pending == 0) {
-        if (!http_req_gone(st->req)) health_reply(st);
+        if (!http_req_gone(st->req)) st->reply(st);
         http_req_unref(st->req);
     }
 }
@@ -71,36 +97,47 @@ static void on_redis(bool ok, void *data)
     check_done(data, CHK_CACHE, ok);
 }
 
-static void on_storage(bool ok, void *data)
+static void on_probe(bool ok, void *data)
 {
-    storage_cache.at = time(NULL);
-    storage_cache.ok = ok;
-    check_done(data, CHK_STORAGE, ok);
+    probe_t *p = data;
+    p->at = time(NULL);
+    p->known = true;
+    p->ok = ok;
+    p->running = false;
+    probe_wait_t *w = p->waiters;
+    p->waiters = NULL;
+    while (w) {
+        probe_wait_t *next = w->next; /* check_done may free w's request */
+        check_done(w->st, w->which, ok);
+        w = next;
+    }
 }
 
-static void on_mail(bool ok, void *data)
+static bool probe_fresh(const probe_t *p)
 {
-    mail_cache.at = time(NULL);
-    mail_cache.ok = ok;
-    check_done(data, CHK_MAIL, ok);
+    return p->known && time(NULL) - p->at < probe_cache_seconds();
 }
 
-static void probe_mail(health_state_t *st)
+static void probe_start(probe_t *p)
 {
-    if (time(NULL) - mail_cache.at < probe_cache_seconds()) {
-        check_done(st, CHK_MAIL, mail_cache.ok);
+    if (p->running) return;
+    p->running = true;
+    p->run(on_probe, p);
+}
+
+/* The cached result when fresh, else the result of the probe in flight (started if none). */
+static void probe_get(probe_t *p, health_state_t *st, int which)
+{
+    if (probe_fresh(p)) {
+        check_done(st, which, p->ok);
         return;
     }
-    mail_verify(on_mail, st);
-}
-
-static void probe_storage(health_state_t *st)
-{
-    if (time(NULL) - storage_cache.at < probe_cache_seconds()) {
-        check_done(st, CHK_STORAGE, storage_cache.ok);
-        return;
-    }
-    storage_probe(on_storage, st);
+    probe_wait_t *w = arena_calloc(&st->req->arena, sizeof(*w));
+    w->st = st;
+    w->which = which;
+    w->next = p->waiters;
+    p->waiters = w;
+    probe_start(p);
 }
 
 static bool s3_complete(void)
@@ -185,15 +222,93 @@ static void health(http_req_t *req)
     health_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->req = req;
     st->pending = CHK_N;
+    st->reply = health_reply;
     http_req_ref(req);
     db_query("SELECT 1", 0, NULL, on_db, st);
     redis_ping(on_redis, st);
-    probe_storage(st);
-    probe_mail(st);
+    probe_get(&storage_check, st, CHK_STORAGE);
+    probe_get(&mail_check, st, CHK_MAIL);
+}
+
+/* ---- for machines ---- */
+
+static void machine_reply(http_req_t *req, bool ok)
+{
+    if (ok)
+        http_reply_json(req, 200, "{\"status\":\"ok\"}");
+    else
+        http_reply_json(req, 503, "{\"status\":\"unavailable\"}");
+}
+
+static void live(http_req_t *req)
+{
+    machine_reply(req, true);
+}
+
+static void on_ready_db(db_result_t *r, void *data)
+{
+    static bool lacking; /* logged once per change, not once per poll */
+    const char *migrated = r->ok ? db_get(r, 0, HEALTH_READY_MIGRATED) : NULL;
+    bool ok = migrated && migrated[0] == 't';
+    if (r->ok && ok == lacking) {
+        lacking = !ok;
+        if (lacking)
+            log_warn("health: not ready: the database lacks migrations this binary has "
+                     "(run coachd migrate)");
+        else
+            log_info("health: the database has every migration again");
+    }
+    check_done(data, CHK_DB, ok);
+}
+
+static void ready_reply(health_state_t *st)
+{
+    machine_reply(st->req, st->ok[CHK_DB] && st->ok[CHK_CACHE]);
+}
+
+static void ready(http_req_t *req)
+{
+    /* Known down already: answer now rather than queue behind the pool's 10 s wait. */
+    if (!db_available() || !redis_connected()) {
+        machine_reply(req, false);
+        return;
+    }
+    health_state_t *st = arena_calloc(&req->arena, sizeof(*st));
+    st->req = req;
+    st->pending = 2;
+    st->reply = ready_reply;
+    http_req_ref(req);
+    const char *params[] = {db_migrations_array()};
+    /* Ahead of queued statements: a busy worker that can serve is still ready, and a balancer
+     * that times the poll out under load would take every busy host out at once. */
+    db_query_first(SQL_HEALTH_READY, 1, params, on_ready_db, st);
+    redis_ping(on_redis, st);
+}
+
+/* coachd_health_check_ok for /metrics: the pool and Redis connections as they stand, storage and
+ * mail as last probed (a stale result starts a probe in the background; until the first result
+ * the sample is left out rather than reported as a failure), video from the configuration. */
+void health_render_metrics(buf_t *b)
+{
+    if (!probe_fresh(&storage_check)) probe_start(&storage_check);
+    if (!probe_fresh(&mail_check)) probe_start(&mail_check);
+    buf_puts(b, "# HELP coachd_health_check_ok 1 when the check of /api/health passes on this "
+                "worker (storage and mail: the last probe, cached HEALTH_PROBE_CACHE_SECONDS).\n"
+                "# TYPE coachd_health_check_ok gauge\n");
+    buf_printf(b, "coachd_health_check_ok{check=\"database\"} %d\n", db_available() ? 1 : 0);
+    buf_printf(b, "coachd_health_check_ok{check=\"cache\"} %d\n", redis_connected() ? 1 : 0);
+    if (storage_check.known)
+        buf_printf(b, "coachd_health_check_ok{check=\"storage\"} %d\n", storage_check.ok ? 1 : 0);
+    if (mail_check.known)
+        buf_printf(b, "coachd_health_check_ok{check=\"mail\"} %d\n", mail_check.ok ? 1 : 0);
+    buf_printf(b, "coachd_health_check_ok{check=\"video\"} %d\n",
+               cfg.video_app_id && cfg.video_app_certificate ? 1 : 0);
 }
 
 static const route_t health_routes[] = {
     {HTTP_M_GET, "/api/health", health, AUTH_PUBLIC, ROLE_NONE, 0, 0},
+    {HTTP_M_GET, "/api/health/live", live, AUTH_PUBLIC, ROLE_NONE, ROUTE_NO_RATE_LIMIT, 0},
+    {HTTP_M_GET, "/api/health/ready", ready, AUTH_PUBLIC, ROLE_NONE, ROUTE_NO_RATE_LIMIT, 0},
 };
 
 void routes_health_register(void)

@@ -77,6 +77,7 @@ static void on_outbox(http_req_t *req, db_result_t *r)
           "counter", (double)p.reconnects);
     gauge(&b, "coachd_redis_up", "1 when the Redis connection is up.", "gauge",
           redis_connected() ? 1 : 0);
+    health_render_metrics(&b);
     bool ok = r && r->ok && db_nrows(r) == 1;
     gauge(&b, "coachd_outbox_up", "1 when the outbox figures below could be read.", "gauge",
           ok ? 1 : 0);

@@ -15,6 +15,9 @@ void routes_recovery_register(void);
 void routes_account_register(void);
 void routes_setup_register(void);
 void routes_health_register(void);
+/* The coachd_health_check_ok gauges for /metrics (routes/health.c): cached probe results only,
+ * never a probe on the scrape's path. */
+void health_render_metrics(buf_t *b);
 void routes_organizations_register(void);
 void routes_invites_register(void);
 void routes_users_register(void);

@@ -7,9 +7,16 @@
  * Before any hashing: the per-IP/per-email auth limiter, then a plain read of "already
  * initialized" (409 at once), so a flood after set-up costs no argon2 time; hashing runs in the
  * offload queue's first-run lane, so it cannot crowd out sign-ins either.
+ *
+ * In production the route is the operator's alone: the header X-Setup-Token must equal
+ * SETUP_TOKEN, else 403 before anything else (the body is not even parsed), also while
+ * SETUP_TOKEN is unset; `coachd first-run` (cli/first_run.c) is the other way in. Development
+ * keeps the interface's public route.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/offload.h"
@@ -17,6 +24,7 @@
 #include "core/router.h"
 #include "db/db.h"
 #include "db/q_setup.h"
+#include "domain/crypto.h"
 #include "domain/password.h"
 #include "domain/text.h"
 #include "routes/common.h"
@@ -90,8 +98,28 @@ static void first_run_limited(http_req_t *req)
     db_req_query(req, SQL_SETUP_INITIALIZED, 0, NULL, on_initialized);
 }
 
+/* Production: X-Setup-Token equals SETUP_TOKEN (compared in constant time). */
+static bool setup_token_ok(http_req_t *req)
+{
+    if (!cfg.production) return true;
+    const char *want = getenv("SETUP_TOKEN");
+    if (!want || !*want) {
+        static bool told;
+        if (!told) log_warn("first-run refused: SETUP_TOKEN is not set (coachd first-run works)");
+        told = true;
+        return false;
+    }
+    const char *got = http_req_header(req, "X-Setup-Token");
+    return got && crypto_ct_streq(got, want);
+}
+
 static void first_run(http_req_t *req)
 {
+    if (!setup_token_ok(req)) {
+        http_reply_error(req, 403, "FORBIDDEN",
+                         "The first run needs X-Setup-Token equal to SETUP_TOKEN in production");
+        return;
+    }
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};

@@ -156,6 +156,23 @@ def ok(schema=None, status="200", desc="OK"):
     return {status: {"description": desc, "content": {"application/json": {"schema": schema}}}}
 
 
+CHECK = {"enum": ["ok", "error"]}
+HEALTH = {"type": "object", "required": ["status", "version", "checks", "env"], "properties": {
+    "status": {"enum": ["ok", "degraded"]}, "version": {"type": "string"},
+    "checks": {"type": "object",
+               "required": ["database", "cache", "storage", "mail", "video", "env"],
+               "properties": {k: CHECK for k in
+                              ("database", "cache", "storage", "mail", "video", "env")}},
+    "env": {"type": "object", "required": ["environment", "missingRequired", "missingGroups"],
+            "properties": {"environment": {"enum": ["development", "deployed"]},
+                           "missingRequired": {"type": "array", "items": {"type": "string"}},
+                           "missingGroups": {"type": "array", "items": {"type": "string"}}}}}}
+PROBE_OK = {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}},
+            "additionalProperties": False}
+PROBE_DOWN = {"type": "object", "required": ["status"],
+              "properties": {"status": {"const": "unavailable"}}, "additionalProperties": False}
+
+
 # Details of operations beyond what the route table says: (method, pattern) -> fields.
 DETAILS = {
     ("post", "/api/auth/sign-up/email"): {
@@ -222,6 +239,27 @@ DETAILS = {
                     "properties": {"Content-Type": {"type": "string"},
                                    "If-None-Match": {"const": "*"}},
                     "additionalProperties": False}}}}})},
+    ("get", "/api/health"): {
+        "summary": "Every check (X-Client-Key); 503 when one fails (development: database or "
+                   "cache). Not for load balancers: use /api/health/ready",
+        "parameters": [{"name": "X-Client-Key", "in": "header", "required": False,
+                        "schema": {"type": "string"}}],
+        "responses": {**ok(HEALTH), **ok(HEALTH, "503", "Degraded")}},
+    ("post", "/api/setup/first-run"): {
+        "summary": "Create the first PlatformAdmin, once (production: X-Setup-Token, else 403)",
+        "parameters": [{"name": "X-Setup-Token", "in": "header", "required": False,
+                        "description": "Production only: must equal SETUP_TOKEN",
+                        "schema": {"type": "string"}}],
+        "requestBody": body({"email": "string", "password": "string", "name": "string",
+                             "preferredLanguage": "string"}, ["email", "password", "name"])},
+    ("get", "/api/health/live"): {
+        "summary": "Liveness for orchestrators: 200 while the process serves (no client key)",
+        "responses": ok(PROBE_OK)},
+    ("get", "/api/health/ready"): {
+        "summary": "Readiness for load balancers: 200 when the database and Redis answer and "
+                   "the migrations are applied, else 503 (no client key; mail, storage and "
+                   "video never fail it)",
+        "responses": {**ok(PROBE_OK), **ok(PROBE_DOWN, "503", "Not ready")}},
     ("get", "/api/openapi.json"): {
         "summary": "This document",
         "responses": ok({"type": "object", "required": ["openapi", "paths"],

@@ -630,6 +630,27 @@ class RedisSub:
 # ---- a second coachd ------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def temp_database():
+    """A new empty database on the test PostgreSQL, dropped at the end; yields its URL. For a
+    second coachd (or `coachd first-run`) that needs a platform nobody has initialized yet."""
+    name = "coachd_tmp_%s" % uuid.uuid4().hex[:12]
+    psql('CREATE DATABASE "%s"' % name)
+    try:
+        yield DATABASE_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        psql('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
+
+
+def psql_at(url, sql):
+    """The rows of `sql` run against the database at `url` (see psql)."""
+    r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-F", "\x1f",
+                        "-d", url], input=sql, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("psql failed: %s\n%s" % (r.stderr.strip(), sql))
+    return [tuple(line.split("\x1f")) for line in r.stdout.splitlines() if line]
+
+
 # What coachd logs when a worker dies (main.c) and what the sanitizers print.
 WORKER_DEATH = r"killed by signal|exited \(status|ERROR: (Address|Leak|Thread)Sanitizer|runtime error:"
 
