@@ -11,3 +11,4 @@ int run_buf_tests(void);
 int run_router_tests(void);
 int run_arena_tests(void);
 int run_config_tests(void);
+int run_metrics_tests(void);
