@@ -486,8 +486,9 @@ metrics_view_t *metrics_collect(void)
         w->requests = s->requests;
         w->nvalues = (int)s->nvalues;
         memcpy(w->values, s->values, s->nvalues * sizeof(double));
-        w->reporting = now - s->published_ns < (uint64_t)METRICS_STALE_MS * 1000000ull &&
-                       process_alive(w->pid);
+        /* Published after `now` was read (the owner is busy publishing): fresh. */
+        uint64_t age = s->published_ns > now ? 0 : now - s->published_ns;
+        w->reporting = age < (uint64_t)METRICS_STALE_MS * 1000000ull && process_alive(w->pid);
         /* Counts stay in the sums whether or not the worker still reports: its replacement
          * continues from them, so leaving them out would make the sums go backwards. */
         v->overflow += s->overflow;

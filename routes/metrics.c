@@ -102,6 +102,7 @@ static void on_publish_timer(uv_timer_t *t)
 
 typedef struct metrics_state {
     metrics_view_t *view;
+    buf_t text; /* the request series, rendered on the thread pool (the bulk of the answer) */
     long long *rss_bytes; /* per worker, -1: unknown */
     long long *open_fds;
 } metrics_state_t;
@@ -110,6 +111,7 @@ static void state_free(void *p)
 {
     metrics_state_t *st = p;
     metrics_view_free(st->view);
+    buf_free(&st->text);
     free(st->rss_bytes);
     free(st->open_fds);
 }
@@ -142,6 +144,7 @@ static void collect_work(void *data)
 {
     metrics_state_t *st = data;
     st->view = metrics_collect();
+    metrics_render_requests(&st->text, st->view);
     int n = st->view->nworkers;
     st->rss_bytes = calloc((size_t)(n ? n : 1), sizeof(long long));
     st->open_fds = calloc((size_t)(n ? n : 1), sizeof(long long));
@@ -209,8 +212,8 @@ static void on_outbox(http_req_t *req, db_result_t *r)
 {
     metrics_state_t *st = req->data;
     const metrics_view_t *v = st->view;
-    buf_t b = BUF_INIT;
-    metrics_render_requests(&b, v);
+    buf_t b = st->text;
+    st->text = (buf_t)BUF_INIT;
     head(&b, "coachd_worker_http_requests_total",
          "HTTP requests answered by each worker slot (its replacements continue its count).",
          "counter");
