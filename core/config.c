@@ -5,6 +5,7 @@
  */
 #include "core/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,12 @@ int config_load(void)
     cfg.metrics_host = env_dup("METRICS_HOST", "127.0.0.1");
     if (env("METRICS_PORT") && (cfg.metrics_port == 0 || cfg.metrics_port == cfg.port)) {
         log_error("config: METRICS_PORT must be a port number (1-65535) other than PORT");
+        rc = -1;
+    }
+    unsigned char addr[16];
+    if (cfg.metrics_port && inet_pton(AF_INET, cfg.metrics_host, addr) != 1 &&
+        inet_pton(AF_INET6, cfg.metrics_host, addr) != 1) {
+        log_error("config: METRICS_HOST must be an IPv4 or IPv6 address, not %s", cfg.metrics_host);
         rc = -1;
     }
     const char *app_env = env("APP_ENV");

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -167,28 +168,33 @@ def test_metrics_port_serves_only_metrics():
         assert r.status_code == 200 and "coachd_worker_pid" in r.text
 
 
-def test_bad_metrics_port_refused():
-    for value in ("80x", "0", "70000"):
-        env = dict(os.environ, METRICS_PORT=value, PORT=str(free_port()), WORKERS="1")
-        for var in ("DATABASE_URL", "REDIS_URL"):
-            if os.environ.get("COACHD_" + var):
-                env.setdefault(var, os.environ["COACHD_" + var])
-        binary = os.environ.get("COACHD_BIN") or os.path.join(
-            os.path.dirname(__file__), "..", "..", "build", "coachd")
-        out = subprocess.run([binary, "serve"], env=env, capture_output=True, text=True,
-                             timeout=30)
-        assert out.returncode == 1, (value, out.returncode, out.stderr[-2000:])
-        assert "METRICS_PORT" in out.stderr, out.stderr[-2000:]
-    # The main port itself is refused too: it would split the main port's connections.
-    port = free_port()
-    env = dict(os.environ, METRICS_PORT=str(port), PORT=str(port), WORKERS="1")
+def start_refused(**env):
+    """Runs coachd serve with env; returns its stderr after asserting exit status 1."""
+    full = dict(os.environ, PORT=str(free_port()), WORKERS="1")
     for var in ("DATABASE_URL", "REDIS_URL"):
         if os.environ.get("COACHD_" + var):
-            env.setdefault(var, os.environ["COACHD_" + var])
+            full.setdefault(var, os.environ["COACHD_" + var])
+    full.update({k: str(v) for k, v in env.items()})
     binary = os.environ.get("COACHD_BIN") or os.path.join(
         os.path.dirname(__file__), "..", "..", "build", "coachd")
-    out = subprocess.run([binary, "serve"], env=env, capture_output=True, text=True, timeout=30)
-    assert out.returncode == 1 and "METRICS_PORT" in out.stderr, out.stderr[-2000:]
+    out = subprocess.run([binary, "serve"], env=full, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1, (env, out.returncode, out.stderr[-2000:])
+    return out.stderr
+
+
+def test_bad_metrics_port_refused():
+    for value in ("80x", "0", "70000", "-1"):
+        assert "METRICS_PORT" in start_refused(METRICS_PORT=value)
+    # The main port itself is refused too: it could never be bound next to it.
+    port = free_port()
+    assert "METRICS_PORT" in start_refused(METRICS_PORT=port, PORT=port)
+    assert "METRICS_HOST" in start_refused(METRICS_PORT=free_port(), METRICS_HOST="localhost")
+    # A port another process holds: the supervisor refuses before forking, naming it.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        err = start_refused(METRICS_PORT=s.getsockname()[1])
+        assert "METRICS_PORT" in err and "address already in use" in err, err
 
 
 def test_replaced_worker_reports_and_counts_continue():
