@@ -6,7 +6,9 @@
  * WORKERS=1, so a crash is never an outage) owns one listening socket per worker slot, forks the
  * workers, replaces one that dies at once (within a second), and forwards SIGTERM/SIGINT. Because
  * the supervisor keeps the sockets open, the port never goes away while a worker is replaced:
- * connections wait in the kernel's backlog for the new worker. A worker that gets SIGTERM stops
+ * connections wait in the kernel's backlog for the new worker. What /metrics needs is made there
+ * too, before forking: METRICS_PORT's socket and the shared slots where each worker publishes its
+ * figures (core/metrics.h), so any worker answers for all. A worker that gets SIGTERM stops
  * accepting, lets in-flight requests finish, closes streams and exits 0 within 10 s; the
  * supervisor then exits 0.
  */
