@@ -6,7 +6,9 @@
  * WORKERS=1, so a crash is never an outage) owns one listening socket per worker slot, forks the
  * workers, replaces one that dies at once (within a second), and forwards SIGTERM/SIGINT. Because
  * the supervisor keeps the sockets open, the port never goes away while a worker is replaced:
- * connections wait in the kernel's backlog for the new worker. A worker that gets SIGTERM stops
+ * connections wait in the kernel's backlog for the new worker. What /metrics needs is made there
+ * too, before forking: METRICS_PORT's socket and the shared slots where each worker publishes its
+ * figures (core/metrics.h), so any worker answers for all. A worker that gets SIGTERM stops
  * accepting, lets in-flight requests finish, closes streams and exits 0 within 10 s; the
  * supervisor then exits 0.
  */
@@ -42,6 +44,8 @@ static uv_loop_t *loop;
 static uv_signal_t sig_term, sig_int;
 static uv_timer_t force_exit;
 static bool stopping;
+/* METRICS_PORT's socket, made by the supervisor and shared by every worker; -1: none. */
+static int metrics_fd = -1;
 
 static void on_walk_close(uv_handle_t *h, void *arg)
 {
@@ -138,6 +142,11 @@ static int run_worker(int listen_fd)
         log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
         return 1;
     }
+    if (metrics_fd >= 0 && (rc = http_server_listen_only(loop, metrics_fd, "/metrics")) != 0) {
+        log_error("METRICS_PORT: listen on %s:%d: %s", cfg.metrics_host, cfg.metrics_port,
+                  uv_strerror(rc));
+        return 1;
+    }
     uv_signal_init(loop, &sig_term);
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);
@@ -166,10 +175,28 @@ static pid_t spawn_worker(int slot, const int *fds, int n)
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
         for (int i = 0; i < n; i++)
             if (i != slot) close(fds[i]);
+        metrics_adopt_slot(slot);
         _exit(run_worker(fds[slot]));
     }
     if (pid < 0) log_error("fork: %s", strerror(errno));
     return pid;
+}
+
+/* What /metrics needs from the supervisor, made before the first fork so that every worker, and
+ * every replacement, inherits it: the shared slots where workers publish their figures
+ * (core/metrics.h), and METRICS_PORT's socket. That is one socket all workers accept on, so a
+ * scrape is answered as long as any worker lives; it stays open while a worker is replaced. */
+static int sup_metrics_setup(int n)
+{
+    if (metrics_shm_init(n) != 0) return -1;
+    if (!cfg.metrics_port) return 0;
+    int rc = http_listen_socket_exclusive(cfg.metrics_host, cfg.metrics_port, &metrics_fd);
+    if (rc != 0) {
+        log_error("METRICS_PORT: listen on %s:%d: %s", cfg.metrics_host, cfg.metrics_port,
+                  uv_strerror(rc));
+        return -1;
+    }
+    return 0;
 }
 
 static int supervise(int n)
@@ -193,6 +220,13 @@ static int supervise(int n)
             free(fds);
             return 1;
         }
+    }
+    if (sup_metrics_setup(n) != 0) {
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        free(pids);
+        free(fds);
+        return 1;
     }
     sigset_t set;
     sup_signals(&set);
@@ -242,6 +276,7 @@ static int supervise(int n)
     /* Stop taking connections at once; the workers drain what they hold. */
     for (int i = 0; i < n; i++)
         close(fds[i]);
+    if (metrics_fd >= 0) close(metrics_fd);
     for (int i = 0; i < n; i++)
         if (pids[i] > 0) kill(pids[i], SIGTERM);
     int rc = 0;

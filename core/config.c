@@ -5,6 +5,7 @@
  */
 #include "core/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,8 @@ static void config_free(void)
                      &cfg.video_app_id,
                      &cfg.video_app_certificate,
                      &cfg.push_url,
-                     &cfg.push_access_token};
+                     &cfg.push_access_token,
+                     &cfg.metrics_host};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(*strs[i]);
         *strs[i] = NULL;
@@ -142,6 +144,20 @@ int config_load(void)
     cfg.port = config_int("PORT", 8080, 1, 65535);
     cfg.host = env_dup("HOST", "0.0.0.0");
     cfg.workers = config_int("WORKERS", 1, 1, 256);
+    /* METRICS_PORT equal to PORT could never be bound next to the main port's sockets: refused
+     * here with the variable's name rather than as a bind error. */
+    cfg.metrics_port = config_int("METRICS_PORT", 0, 1, 65535);
+    cfg.metrics_host = env_dup("METRICS_HOST", "127.0.0.1");
+    if (env("METRICS_PORT") && (cfg.metrics_port == 0 || cfg.metrics_port == cfg.port)) {
+        log_error("config: METRICS_PORT must be a port number (1-65535) other than PORT");
+        rc = -1;
+    }
+    unsigned char addr[16];
+    if (cfg.metrics_port && inet_pton(AF_INET, cfg.metrics_host, addr) != 1 &&
+        inet_pton(AF_INET6, cfg.metrics_host, addr) != 1) {
+        log_error("config: METRICS_HOST must be an IPv4 or IPv6 address, not %s", cfg.metrics_host);
+        rc = -1;
+    }
     const char *app_env = env("APP_ENV");
     if (app_env && strcmp(app_env, "production") != 0 && strcmp(app_env, "development") != 0) {
         log_error("config: APP_ENV must be development or production, not %s", app_env);

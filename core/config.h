@@ -43,6 +43,8 @@ typedef struct config {
                                 * turn; the rest of a large channel waits for the next turn */
     int replay_memory_max;     /* REPLAY_MEMORY_MAX: bytes of history being replayed (read and
                                 * not yet sent) one worker holds, over all its streams */
+    int metrics_port;          /* METRICS_PORT: /metrics on a listener of its own; 0: none */
+    char *metrics_host;        /* METRICS_HOST (127.0.0.1) */
 } config_t;
 
 extern config_t cfg;

@@ -111,6 +111,7 @@ struct http_conn {
     uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
     struct ip_count *ipc;          /* this connection's entry in the per-IP table */
     bool peer_trusted;             /* the peer is in TRUSTED_PROXIES (see conn_forwarded) */
+    bool side;                     /* accepted on the side listener (http_server_listen_only) */
     char ip[48];                   /* the peer's address */
 };
 
@@ -133,6 +134,9 @@ typedef struct write_req {
 static uv_loop_t *loop_ref;
 static uv_tcp_t server;
 static bool server_open;
+static uv_tcp_t side_server; /* http_server_listen_only */
+static bool side_open;
+static const char *side_pattern;
 static bool shutting_down;
 static void (*shutdown_done)(void);
 static http_conn_t *conns;
@@ -1162,7 +1166,10 @@ static int on_headers_complete(llhttp_t *p)
         int status = 0;
         const char *allow = NULL;
         r = router_match(req, &status, &allow);
-        if (!r && status == 405) http_res_header(req, "Allow", allow);
+        if (c->side && r && strcmp(r->pattern, side_pattern) != 0)
+            r = req->route = NULL;
+        else if (!r && status == 405 && !c->side)
+            http_res_header(req, "Allow", allow);
     }
     size_t limit = body_limit_of(req);
     if (req->has_content_length && req->content_length > (uint64_t)limit)
@@ -1268,7 +1275,7 @@ static void dispatch(http_conn_t *c)
     http_req_t *req = c->req;
     c->state = CONN_HANDLING;
     uv_timer_stop(&c->timer);
-    if (req->method == HTTP_M_OPTIONS) {
+    if (req->method == HTTP_M_OPTIONS && !c->side) {
         reply_preflight(req);
         return;
     }
@@ -1702,6 +1709,7 @@ static void on_connection(uv_stream_t *srv, int status)
         return;
     }
     nconns++;
+    c->side = srv == (uv_stream_t *)&side_server;
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_init(loop_ref, &c->timer);
     c->timer.data = c;
@@ -1715,7 +1723,7 @@ static void on_connection(uv_stream_t *srv, int status)
     conn_read_start(c);
 }
 
-int http_listen_socket(const char *host, int port, int *fd_out)
+static int listen_socket(const char *host, int port, bool reuseport, int *fd_out)
 {
     struct sockaddr_storage addr;
     int rc;
@@ -1729,7 +1737,7 @@ int http_listen_socket(const char *host, int port, int *fd_out)
     if (fd < 0) return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (reuseport) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     socklen_t alen =
         addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     if (bind(fd, (struct sockaddr *)&addr, alen) != 0 || listen(fd, 4096) != 0) {
@@ -1739,6 +1747,32 @@ int http_listen_socket(const char *host, int port, int *fd_out)
     }
     *fd_out = fd;
     return 0;
+}
+
+int http_listen_socket(const char *host, int port, int *fd_out)
+{
+    return listen_socket(host, port, true, fd_out);
+}
+
+int http_listen_socket_exclusive(const char *host, int port, int *fd_out)
+{
+    return listen_socket(host, port, false, fd_out);
+}
+
+int http_server_listen_only(uv_loop_t *loop, int fd, const char *pattern)
+{
+    int rc;
+    side_pattern = pattern;
+    uv_tcp_init(loop, &side_server);
+    if ((rc = uv_tcp_open(&side_server, fd)) != 0) return rc;
+    if ((rc = uv_listen((uv_stream_t *)&side_server, 4096, on_connection)) != 0) return rc;
+    side_open = true;
+    return 0;
+}
+
+bool http_req_side_listener(const http_req_t *req)
+{
+    return req->conn && req->conn->side;
 }
 
 int http_server_start_fd(uv_loop_t *loop, int fd)
@@ -1787,6 +1821,10 @@ void http_server_shutdown(void (*done)(void))
     if (server_open) {
         uv_close((uv_handle_t *)&server, NULL);
         server_open = false;
+    }
+    if (side_open) {
+        uv_close((uv_handle_t *)&side_server, NULL);
+        side_open = false;
     }
     /* Idle and streaming connections close now; busy ones close after their response. */
     http_conn_t *c = conns;

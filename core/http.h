@@ -143,6 +143,16 @@ int http_server_start(uv_loop_t *loop, const char *host, int port);
  * connections wait in the backlog for the new worker. */
 int http_listen_socket(const char *host, int port, int *fd_out);
 int http_server_start_fd(uv_loop_t *loop, int fd);
+/* The same socket without SO_REUSEPORT, for one socket every worker shares: a second process
+ * (another coachd on the same port by mistake) cannot bind it too and take half its
+ * connections. */
+int http_listen_socket_exclusive(const char *host, int port, int *fd_out);
+/* Serves a second listening socket (after http_server_start_fd) on which only the route with
+ * this pattern exists: every other path, OPTIONS included, answers 404. The supervisor's
+ * METRICS_PORT socket: /metrics without the token, nothing else. */
+int http_server_listen_only(uv_loop_t *loop, int fd, const char *pattern);
+/* True when the request came in on that listener. */
+bool http_req_side_listener(const http_req_t *req);
 /* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
  * every connection is closed. */
 void http_server_shutdown(void (*done)(void));

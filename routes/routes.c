@@ -33,7 +33,7 @@ void routes_init(uv_loop_t *loop)
     routes_sessions_register();
     routes_files_register();
     routes_chat_register(loop);
-    routes_metrics_register();
+    routes_metrics_register(loop);
     routes_openapi_register();
     sweeper_init(loop);
     janitor_init(loop);

@@ -28,7 +28,7 @@ void routes_mentorships_register(void);
 void routes_sessions_register(void);
 void routes_files_register(void);
 void routes_chat_register(uv_loop_t *loop);
-void routes_metrics_register(void);
+void routes_metrics_register(uv_loop_t *loop);
 void routes_openapi_register(void);
 
 /* Verification link for a fresh email-verification token (routes/auth.c). */

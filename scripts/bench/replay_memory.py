@@ -77,10 +77,10 @@ def gauge(name):
     c.request("GET", "/metrics", headers={"Authorization": "Bearer " + a.metrics_token})
     text = c.getresponse().read().decode()
     c.close()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return None
+    # One line per worker (name{worker="slot"} value): their sum.
+    found = [float(line.split()[-1]) for line in text.splitlines()
+             if line.startswith(name + " ") or line.startswith(name + "{")]
+    return sum(found) if found else None
 
 
 seed = subprocess.run(["psql", "-X", "-q", "-At", "-d", a.database_url, "-f",

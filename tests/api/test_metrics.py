@@ -93,7 +93,7 @@ def test_metrics_content_and_format(tmp_path):
         assert types["coachd_worker_restarts_total"] == "counter"
         assert samples["coachd_worker_restarts_total"][0][1] == 0
         pool = dict(samples["coachd_db_pool_connections"])
-        assert pool['{state="idle"}'] + pool['{state="busy"}'] >= 1
+        assert pool['{state="idle",worker="0"}'] + pool['{state="busy",worker="0"}'] >= 1
         # promtool comes with Debian's prometheus package (scripts/lib/deps.sh).
         assert shutil.which("promtool"), "promtool missing: apt-get install prometheus"
         out = subprocess.run(["promtool", "check", "metrics"], input=r.text, text=True,

@@ -38,9 +38,10 @@ SANITIZED = "asan" in os.environ.get("COACHD_BIN", "")
 def metric(base, name):
     text = requests.get(base + "/metrics", headers={"Authorization": "Bearer " + TOKEN},
                         timeout=10).text
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    assert m, "%s is not in /metrics" % name
-    return float(m.group(1))
+    # A per-worker gauge: one line per worker (worker="slot"), summed (this server has one).
+    found = re.findall(r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), text, re.M)
+    assert found, "%s is not in /metrics" % name
+    return sum(float(v) for v in found)
 
 
 class RawStream:

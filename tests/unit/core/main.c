@@ -10,5 +10,6 @@ int main(void)
     failed += run_arena_tests();
     failed += run_config_tests();
     failed += run_netaddr_tests();
+    failed += run_metrics_tests();
     return failed ? 1 : 0;
 }

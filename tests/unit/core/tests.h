@@ -12,3 +12,4 @@ int run_router_tests(void);
 int run_arena_tests(void);
 int run_config_tests(void);
 int run_netaddr_tests(void);
+int run_metrics_tests(void);
