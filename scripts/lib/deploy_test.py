@@ -53,11 +53,34 @@ from requests.adapters import HTTPAdapter
 
 ROOT = os.environ["COACHD_ROOT"]
 BIN = os.environ["COACHD_BIN"]
-HTTPS_PORT = int(os.environ["DEPLOY_HTTPS_PORT"])
-HTTP_PORT = int(os.environ["DEPLOY_HTTP_PORT"])
-COACHD_PORT = int(os.environ["DEPLOY_COACHD_PORT"])
-METRICS_PORT = int(os.environ["DEPLOY_METRICS_PORT"])
-SMTP_PORT = int(os.environ["DEPLOY_SMTP_PORT"])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port(var):
+    """The port asked for, or a free one when it cannot be bound right now: the asked ports may
+    lie in the kernel's ephemeral range, where another program's outgoing connection (or its
+    TIME-WAIT) can hold them for a while."""
+    want = int(os.environ[var])
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", want))
+        return want
+    except OSError:
+        got = free_port()
+        print("     . %s=%d cannot be bound now; using %d" % (var, want, got), flush=True)
+        return got
+
+
+HTTPS_PORT = port("DEPLOY_HTTPS_PORT")
+HTTP_PORT = port("DEPLOY_HTTP_PORT")
+COACHD_PORT = port("DEPLOY_COACHD_PORT")
+METRICS_PORT = port("DEPLOY_METRICS_PORT")
+SMTP_PORT = port("DEPLOY_SMTP_PORT")
 LOGS = os.environ["DEPLOY_LOGS"]
 DEPLOY = os.path.join(ROOT, "deploy")
 BASE = "https://127.0.0.1:%d" % HTTPS_PORT
@@ -154,7 +177,8 @@ NOT_PRODUCTION = {"MAIL_DIR", "DISABLE_CLIENT_AUTH"}
 
 def variables_read_by_coachd():
     names = set()
-    pat = re.compile(r'\b(?:getenv|env|env_dup|env_bool|config_int|config_bool|config_str)\("([A-Z][A-Z0-9_]+)"')
+    # Any reader: getenv, env_dup, config_int and whatever helper with env/config/cfg in its name.
+    pat = re.compile(r'\b\w*(?:env|config|cfg)\w*\(\s*"([A-Z][A-Z0-9_]+)"')
     for top in ("main.c", "core", "routes", "rt", "db", "domain", "cli"):
         path = os.path.join(ROOT, top)
         files = [path] if os.path.isfile(path) else [
@@ -256,12 +280,6 @@ def multipart(filename, ctype, size_or_data, boundary="----coachdDeployTest"):
             "Content-Type: %s\r\n\r\n" % (boundary, filename, ctype)).encode()
     tail = ("\r\n--%s--\r\n" % boundary).encode()
     return head, tail, "multipart/form-data; boundary=%s" % boundary
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tls_context():
@@ -538,9 +556,9 @@ def live_checks(tmp, env, storage_dir, logdir):
     admin_made = admin_made or r.status_code == 201
     r = subprocess.run([BIN, "first-run", "--email", admin_email, "--name", "Ada Admin"], env=env,
                        input=PASSWORD + "\n", capture_output=True, text=True, timeout=60)
-    ok = check("F3 first-run", "coachd first-run --email --name, password on stdin: exit 0, prints the id",
-               r.returncode == 0 and re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-", r.stdout),
-               "exit %d: %s" % (r.returncode, (r.stdout + r.stderr)[-500:]))
+    cli_out = r.stdout
+    ok = check("F3 first-run", "coachd first-run --email --name, password on stdin: exit 0",
+               r.returncode == 0 and cli_out.strip(), "exit %d: %s" % (r.returncode, (r.stdout + r.stderr)[-500:]))
     if ok:
         r2 = subprocess.run([BIN, "first-run", "--email", "second-" + admin_email, "--name", "Bo Second"],
                             env=env, input=PASSWORD + "\n", capture_output=True, text=True, timeout=60)
@@ -557,6 +575,12 @@ def live_checks(tmp, env, storage_dir, logdir):
     r = admin.post(BASE + "/api/auth/sign-in/email", json={"email": admin_email, "password": PASSWORD})
     check("F9 docs", "the first admin signs in through nginx", r.status_code == 200,
           "%d %s" % (r.status_code, r.text[:200]))
+    if ok:
+        me = admin.get(BASE + "/api/users/me")
+        uid = me.json()["data"]["id"] if me.status_code == 200 else "?"
+        check("F3 first-run", "coachd first-run printed the admin's id (%s), who is a PlatformAdmin" % uid,
+              uid in cli_out.split() and me.json()["data"].get("globalRole") == "PlatformAdmin",
+              "printed %r; /api/users/me %s" % (cli_out, me.text[:300]))
     cookie = r.headers.get("Set-Cookie", "")
     check("F9 docs", "the session cookie is Secure and HttpOnly over HTTPS",
           "auth.session_token=" in cookie and "; Secure" in cookie and "HttpOnly" in cookie, cookie)
@@ -652,11 +676,16 @@ def live_checks(tmp, env, storage_dir, logdir):
         check("F4 metrics", "GET http://127.0.0.1:METRICS_PORT/metrics answers", False, repr(e))
 
     # ---- F8 / F2: the access logs ----
+    secret = "tok%s" % secrets.token_hex(16)
+    anon.get(BASE + "/api/invites/%s" % secret)  # an invite token in the path
+    anon.get(BASE + "/api/auth/verify-email?token=%s" % secret)  # and in a query string
     time.sleep(0.5)
     with open(os.path.join(logdir, "coachd.access.log")) as f:
         nlog = f.read()
     check("F8 logs", "nginx's access log has no query string (presigned signatures, tokens)",
           "?" not in nlog and "s=" not in nlog and nlog.count("\n") > 20, nlog[-600:])
+    check("F8 logs", "nginx's access log masks the invite token of GET /api/invites/:token",
+          secret not in nlog and "/api/invites/:token" in nlog, [l for l in nlog.splitlines() if "invites" in l])
     check("F8 logs", "nginx's access log line carries the id coachd echoed ($request_id)",
           rid and ("id=%s" % rid) in nlog, rid)
     with open(coachd_log) as f:
