@@ -847,6 +847,10 @@ def main():
             check("F9 docs", "nginx listens on %d" % HTTPS_PORT, False)
             return
         live_checks(tmp, env, storage_dir, logdir)
+    except Exception as e:  # noqa: BLE001 - a crash of the test is a failure, named
+        import traceback
+        traceback.print_exc()
+        check("test", "the checks ran to their end", False, repr(e))
     finally:
         stop_all()
         for name in os.listdir(logdir) if os.path.isdir(logdir) else []:
