@@ -90,7 +90,6 @@ SETUP_TOKEN = secrets.token_hex(24)
 
 results = []  # (ok, finding, text)
 procs = {}  # name -> Popen, stopped at the end
-pending = set()  # findings whose server side comes from another branch (for the summary)
 
 
 def check(finding, text, ok, detail=""):
