@@ -11,6 +11,7 @@ COACHD_PACKAGES=(
     curl wrk clang-format iproute2
     clang libclang-rt-14-dev
     prometheus python3-jsonschema
+    nginx openssl systemd
 )
 # npm installs the API tests' peers (tests/api/package.json); use the machine's Node.js when it
 # has one, else Debian's.
