@@ -146,6 +146,10 @@ int http_server_start_fd(uv_loop_t *loop, int fd);
 /* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
  * every connection is closed. */
 void http_server_shutdown(void (*done)(void));
+/* The end of the shutdown grace: every connection still open is closed at once, each request
+ * still running getting its on_gone (a streamed upload removes its temporary file), and the
+ * shutdown's done follows as the handles close. Returns the number of requests cut. */
+size_t http_server_abort_all(void);
 /* Number of open connections (for stats). */
 size_t http_server_conn_count(void);
 
