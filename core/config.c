@@ -229,6 +229,7 @@ static void check_host(const char *v)
 
 int config_load(void)
 {
+    int rc = 0; /* -1: a parser that reports by itself refused its variable */
     config_errors = 0;
     config_free();
     /* The log format first: every line from here on, the refusals included, is in it. */
@@ -353,7 +354,7 @@ int config_load(void)
     /* routes/health.c reads it when first asked; the same range, checked here at start. */
     (void)config_int("HEALTH_PROBE_CACHE_SECONDS", 30, 0, 3600);
     cfg.shutdown_grace_seconds = config_int("SHUTDOWN_GRACE_SECONDS", 30, 0, 3600);
-    return config_errors ? -1 : 0;
+    return rc != 0 || config_errors ? -1 : 0;
 }
 
 bool config_origin_trusted(const char *origin, unsigned long len)

@@ -3,6 +3,7 @@ sent slowly over a raw socket) may finish within the grace and get their answer,
 status is 0; what is still running when the grace ends is cut cleanly (the upload's temporary
 file removed) and the exit status is 1. Idle keep-alive connections close at once."""
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import requests
 from helpers import ROOT, free_port, wait_until
 from orgs import new_org
 
+SANITIZER = r"ERROR: (Address|Leak|Thread)Sanitizer|runtime error:"
 BOUNDARY = "graceBoundary"
 HEAD = ('--%s\r\nContent-Disposition: form-data; name="file"; filename="slow.mp4"\r\n'
         'Content-Type: video/mp4\r\n\r\n' % BOUNDARY).encode()
@@ -133,6 +135,7 @@ def test_upload_finishing_within_the_grace_is_answered_and_exit_is_0(org):
         assert idle_closed < 2
         assert srv.tmp_entries() == []
         assert "drain incomplete" not in srv.text()
+        assert not re.search(SANITIZER, srv.text()), srv.text()[-5000:]
     finally:
         srv.close()
 
@@ -161,5 +164,6 @@ def test_upload_past_the_grace_is_cut_cleanly_and_exit_is_1(org):
         assert rc == 1, "exit status %s, expected 1:\n%s" % (rc, text[-3000:])
         assert "drain incomplete: 1 requests cut" in text, text[-3000:]
         assert srv.tmp_entries() == [], "temporary file left: %s" % srv.tmp_entries()
+        assert not re.search(SANITIZER, text), text[-5000:]
     finally:
         srv.close()
