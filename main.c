@@ -8,12 +8,22 @@
  * the supervisor keeps the sockets open, the port never goes away while a worker is replaced:
  * connections wait in the kernel's backlog for the new worker. What /metrics needs is made there
  * too, before forking: METRICS_PORT's socket and the shared slots where each worker publishes its
- * figures (core/metrics.h), so any worker answers for all. A worker that gets SIGTERM stops
- * accepting, lets in-flight requests finish, closes streams and exits 0 within 10 s; the
- * supervisor then exits 0.
+ * figures (core/metrics.h), so any worker answers for all.
+ *
+ * Start-up: config_load refuses bad configuration before anything forks. A worker marks its slot
+ * ready (shared memory) once it listens; one that exits before that failed to start, and a slot
+ * whose worker fails to start WORKER_START_TRIES times in a row stops the supervisor with exit
+ * status 1 (systemd then sees the failure) instead of restarting forever.
+ *
+ * Stopping: a worker that gets SIGTERM stops accepting, closes idle and streaming connections,
+ * and lets requests in flight (uploads included) finish within SHUTDOWN_GRACE_SECONDS. What
+ * still runs then is cut (core/http.c: each request's on_gone, so temporary files go) and the
+ * worker exits 1; it exits 0 only when nothing was cut. The supervisor exits 0 only when every
+ * worker did.
  */
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,18 +48,27 @@
 #include "rt/redis.h"
 #include "rt/storage.h"
 
-#define SHUTDOWN_GRACE_MS 9000
+/* Start failures in a row of one worker slot before the supervisor gives up. */
+#define WORKER_START_TRIES 5
+/* After the grace, how long the cut requests' teardown (temporary files removed, connections
+ * closed) may take before the worker exits regardless. */
+#define ABORT_BOUND_MS 5000
 
 static uv_loop_t *loop;
 static uv_signal_t sig_term, sig_int;
-static uv_timer_t force_exit;
-static bool stopping;
+static uv_timer_t grace_timer, abort_bound;
+static bool stopping, aborting;
+static int worker_status; /* the worker's exit status: 1 once a request was cut */
+/* One flag per worker slot, shared with the supervisor: set once the worker listens. */
+static volatile int *slot_ready;
 /* METRICS_PORT's socket, made by the supervisor and shared by every worker; -1: none. */
 static int metrics_fd = -1;
 
 static void on_walk_close(uv_handle_t *h, void *arg)
 {
     (void)arg;
+    /* The bound on a teardown after the grace stays until the loop has ended. */
+    if (h == (uv_handle_t *)&abort_bound) return;
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
@@ -66,11 +85,28 @@ static void on_server_drained(void)
     uv_walk(loop, on_walk_close, NULL);
 }
 
-static void on_force_exit(uv_timer_t *t)
+static void on_abort_bound(uv_timer_t *t)
 {
     (void)t;
-    log_warn("worker %d: shutdown grace period over; exiting", (int)getpid());
-    exit(0);
+    log_error("worker %d: teardown after the shutdown grace did not end; exiting", (int)getpid());
+    _exit(1);
+}
+
+/* The grace is over: what still runs is cut, cleanly (on_gone for each request), and the loop
+ * ends as the connections close (on_server_drained). */
+static void on_grace_over(uv_timer_t *t)
+{
+    (void)t;
+    aborting = true;
+    size_t cut = http_server_abort_all();
+    if (cut > 0) {
+        worker_status = 1;
+        log_error("worker %d: drain incomplete: %zu requests cut after SHUTDOWN_GRACE_SECONDS=%d",
+                  (int)getpid(), cut, cfg.shutdown_grace_seconds);
+    }
+    uv_timer_init(loop, &abort_bound);
+    uv_timer_start(&abort_bound, on_abort_bound, ABORT_BOUND_MS, 0);
+    uv_unref((uv_handle_t *)&abort_bound);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -78,10 +114,12 @@ static void on_signal(uv_signal_t *s, int signum)
     (void)s;
     if (stopping) return;
     stopping = true;
-    log_info("worker %d: signal %d, shutting down", (int)getpid(), signum);
-    uv_timer_init(loop, &force_exit);
-    uv_timer_start(&force_exit, on_force_exit, SHUTDOWN_GRACE_MS, 0);
-    uv_unref((uv_handle_t *)&force_exit);
+    log_info("worker %d: signal %d, shutting down (grace %d s)", (int)getpid(), signum,
+             cfg.shutdown_grace_seconds);
+    /* Unreferenced: the connections keep the loop alive, the timer only bounds them. */
+    uv_timer_init(loop, &grace_timer);
+    uv_timer_start(&grace_timer, on_grace_over, (uint64_t)cfg.shutdown_grace_seconds * 1000, 0);
+    uv_unref((uv_handle_t *)&grace_timer);
     uv_signal_stop(&sig_term);
     uv_signal_stop(&sig_int);
     /* Draining already: a second signal (Ctrl-C reaches the supervisor and every worker, and
@@ -126,7 +164,7 @@ static void sup_signals(sigset_t *set)
     sigaddset(set, SIGCHLD);
 }
 
-static int run_worker(int listen_fd)
+static int run_worker(int slot, int listen_fd)
 {
     loop = uv_default_loop();
     signal(SIGPIPE, SIG_IGN);
@@ -157,10 +195,16 @@ static int run_worker(int listen_fd)
     sup_signals(&set);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
     log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
+    if (slot_ready) __atomic_store_n(&slot_ready[slot], 1, __ATOMIC_RELEASE);
     uv_run(loop, UV_RUN_DEFAULT);
+    if (aborting) uv_close((uv_handle_t *)&abort_bound, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
     uv_loop_close(loop);
-    log_info("worker %d stopped", (int)getpid());
-    return 0;
+    if (worker_status == 0)
+        log_info("worker %d stopped", (int)getpid());
+    else
+        log_error("worker %d stopped (exit status %d)", (int)getpid(), worker_status);
+    return worker_status;
 }
 
 /* ---- supervisor ---- */
@@ -168,6 +212,7 @@ static int run_worker(int listen_fd)
 static pid_t spawn_worker(int slot, const int *fds, int n)
 {
     pid_t parent = getpid();
+    __atomic_store_n(&slot_ready[slot], 0, __ATOMIC_RELEASE);
     pid_t pid = fork();
     if (pid == 0) {
         /* A worker must not outlive its supervisor (killed with SIGKILL, say): it would keep
@@ -176,7 +221,7 @@ static pid_t spawn_worker(int slot, const int *fds, int n)
         for (int i = 0; i < n; i++)
             if (i != slot) close(fds[i]);
         metrics_adopt_slot(slot);
-        _exit(run_worker(fds[slot]));
+        _exit(run_worker(slot, fds[slot]));
     }
     if (pid < 0) log_error("fork: %s", strerror(errno));
     return pid;
@@ -199,13 +244,23 @@ static int sup_metrics_setup(int n)
     return 0;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static int supervise(int n)
 {
     pid_t *pids = calloc((size_t)n, sizeof(pid_t));
     int *fds = calloc((size_t)n, sizeof(int));
-    if (!pids || !fds) {
-        free(pids);
-        free(fds);
+    int *start_failures = calloc((size_t)n, sizeof(int));     /* in a row, per slot */
+    uint64_t *spawn_at = calloc((size_t)n, sizeof(uint64_t)); /* backoff after a failed start */
+    slot_ready = mmap(NULL, (size_t)n * sizeof(int), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (!pids || !fds || !start_failures || !spawn_at || slot_ready == MAP_FAILED) {
+        log_error("supervisor: out of memory");
         return 1;
     }
     /* One SO_REUSEPORT socket per slot: the kernel spreads connections over the slots, and a
@@ -216,8 +271,6 @@ static int supervise(int n)
             log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
             while (i-- > 0)
                 close(fds[i]);
-            free(pids);
-            free(fds);
             return 1;
         }
     }
@@ -235,7 +288,7 @@ static int supervise(int n)
         pids[i] = spawn_worker(i, fds, n);
     time_t last_restart = 0;
     int restarts = 0;
-    bool stop = false;
+    bool stop = false, give_up = false;
     while (!stop) {
         /* Reap and replace every worker that is gone (also one that could not be forked). */
         int status;
@@ -245,20 +298,38 @@ static int supervise(int n)
                 if (pids[i] != pid) continue;
                 pids[i] = 0;
                 metrics_worker_restarts++; /* inherited by the replacement forked below */
+                char how[64];
                 if (WIFSIGNALED(status))
-                    log_error("worker %d killed by signal %d; restarting", (int)pid,
-                              WTERMSIG(status));
+                    snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
                 else
-                    log_error("worker %d exited (status %d); restarting", (int)pid,
-                              WEXITSTATUS(status));
+                    snprintf(how, sizeof(how), "exited (status %d)", WEXITSTATUS(status));
+                if (__atomic_load_n(&slot_ready[i], __ATOMIC_ACQUIRE)) {
+                    /* It served: a crash, replaced at once. */
+                    start_failures[i] = 0;
+                    log_error("worker %d %s; restarting", (int)pid, how);
+                    continue;
+                }
+                start_failures[i]++;
+                if (start_failures[i] >= WORKER_START_TRIES) {
+                    log_error("worker %d %s before it was ready: %d failed starts in a row; "
+                              "stopping (see the worker's messages above)",
+                              (int)pid, how, start_failures[i]);
+                    give_up = true;
+                } else {
+                    log_error("worker %d %s before it was ready (failed start %d of %d); "
+                              "restarting",
+                              (int)pid, how, start_failures[i], WORKER_START_TRIES);
+                    spawn_at[i] = mono_ms() + 500 * (uint64_t)start_failures[i];
+                }
             }
         }
+        if (give_up) break;
         /* A stop asked for meanwhile (Ctrl-C reaches the workers too) wins over a restart. */
         sigset_t pending;
         sigpending(&pending);
         if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)) break;
         for (int i = 0; i < n; i++) {
-            if (pids[i] > 0) continue;
+            if (pids[i] > 0 || mono_ms() < spawn_at[i]) continue;
             /* Crash loops get slowed down rather than spinning the CPU. */
             time_t now = time(NULL);
             restarts = now - last_restart < 5 ? restarts + 1 : 0;
@@ -279,7 +350,7 @@ static int supervise(int n)
     if (metrics_fd >= 0) close(metrics_fd);
     for (int i = 0; i < n; i++)
         if (pids[i] > 0) kill(pids[i], SIGTERM);
-    int rc = 0;
+    int rc = give_up ? 1 : 0;
     for (int i = 0; i < n; i++) {
         if (pids[i] <= 0) continue;
         int status;
@@ -287,8 +358,11 @@ static int supervise(int n)
         }
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
+    if (rc != 0 && !give_up) log_error("supervisor: a worker did not stop cleanly; exit status 1");
     free(pids);
     free(fds);
+    free(start_failures);
+    free(spawn_at);
     return rc;
 }
 

@@ -1,7 +1,11 @@
 /*
- * Configuration from the environment, one parser per kind of value. Invalid values are reported
- * by name; numeric values fall back to their default with a warning (the resend cooldown, for
- * one, is specified as "60 seconds if unset or invalid").
+ * Configuration from the environment, one parser per kind of value. Every value is checked once,
+ * here, by the supervisor before any worker forks: a malformed number, a number out of range, a
+ * URL without its scheme or host, an unknown word or a short secret in production is logged by
+ * its variable's name and makes config_load fail, so start-up stops with exit status 1 instead of
+ * running on a default the operator did not choose (or a worker failing on it forever). The one
+ * exception is RESEND_ACTIVATION_COOLDOWN_SECONDS, which the interface specifies as "60 seconds
+ * if unset or invalid".
  */
 #include "core/config.h"
 
@@ -14,8 +18,22 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/netaddr.h"
+#include "core/url.h"
 
 config_t cfg;
+
+/* Variables found invalid since the last config_load began. */
+static int config_errors;
+
+/* value NULL: not shown (a URL may carry a password). */
+static void config_bad(const char *name, const char *value, const char *why)
+{
+    if (value)
+        log_error("config: %s=%s is invalid: %s", name, value, why);
+    else
+        log_error("config: %s is invalid: %s", name, why);
+    config_errors++;
+}
 
 static const char *env(const char *name)
 {
@@ -34,22 +52,84 @@ static bool env_bool(const char *name, bool def)
 {
     const char *v = env(name);
     if (!v) return def;
-    return strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
-           strcasecmp(v, "on") == 0;
+    if (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+        strcasecmp(v, "on") == 0)
+        return true;
+    if (strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "no") == 0 ||
+        strcasecmp(v, "off") == 0)
+        return false;
+    config_bad(name, v, "expected true or false (1/0, yes/no, on/off)");
+    return def;
+}
+
+static bool int_parse(const char *v, int min, int max, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v || n < min || n > max) return false;
+    *out = (int)n;
+    return true;
 }
 
 int config_int(const char *name, int def, int min, int max)
 {
     const char *v = env(name);
     if (!v) return def;
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || end == v || n < min || n > max) {
-        log_warn("config: %s=%s is not an integer in [%d, %d]; using %d", name, v, min, max, def);
+    int n;
+    if (!int_parse(v, min, max, &n)) {
+        char why[96];
+        snprintf(why, sizeof(why), "expected an integer in [%d, %d]", min, max);
+        config_bad(name, v, why);
         return def;
     }
-    return (int)n;
+    return n;
+}
+
+/* The interface's rule for values that fall back rather than stop start-up. */
+static int config_int_or_default(const char *name, int def, int min, int max)
+{
+    const char *v = env(name);
+    int n;
+    if (!v) return def;
+    if (int_parse(v, min, max, &n)) return n;
+    log_warn("config: %s=%s is not an integer in [%d, %d]; using %d", name, v, min, max, def);
+    return def;
+}
+
+static bool has_space_or_control(const char *v)
+{
+    for (; *v; v++)
+        if ((unsigned char)*v <= 0x20 || *v == 0x7f) return true;
+    return false;
+}
+
+/* scheme://[userinfo@]host[:port][/path] with one of `schemes` (NULL-terminated), a host, no
+ * spaces or control characters; with `origin`, nothing after the port (an optional trailing
+ * slash aside), as an Origin header carries. The URL parser is core/url.c's. */
+static bool url_valid(const char *v, const char *const *schemes, bool origin)
+{
+    if (has_space_or_control(v)) return false;
+    for (const char *const *s = schemes; *s; s++) {
+        url_parts_t u;
+        if (url_parse(v, *s, &u) != 0) continue;
+        bool ok = u.host[0] != '\0' && (!origin || (!u.user && !u.pass)) &&
+                  (!origin || u.path[0] == '\0' || strcmp(u.path, "/") == 0);
+        url_parts_free(&u);
+        return ok;
+    }
+    return false;
+}
+
+static const char *const http_schemes[] = {"https", "http", NULL};
+
+/* A public address is shown in the refusal; a service URL (it may carry credentials) is not. */
+enum { HIDE, SHOW };
+
+static void check_url(const char *name, const char *v, const char *const *schemes, bool origin,
+                      int show, const char *expect)
+{
+    if (v && !url_valid(v, schemes, origin)) config_bad(name, show == SHOW ? v : NULL, expect);
 }
 
 static void strip_slash(char *s)
@@ -122,27 +202,57 @@ static void config_free(void)
     cfg.n_trusted_origins = 0;
 }
 
+/* REDIS_URL as rt/redis.c reads it: redis://[[user]:password@]host[:port][/db]. TLS (rediss://)
+ * is refused by name: the Redis client speaks plain TCP only. */
+static void check_redis_url(const char *v)
+{
+    if (!v) return;
+    if (strncmp(v, "rediss://", 9) == 0) {
+        config_bad("REDIS_URL", NULL, "rediss:// (TLS) is not supported; use redis://");
+        return;
+    }
+    url_parts_t u;
+    bool ok = !has_space_or_control(v) && url_parse(v, "redis", &u) == 0;
+    if (ok) {
+        int db;
+        ok =
+            u.path[0] == '\0' || strcmp(u.path, "/") == 0 || int_parse(u.path + 1, 0, 1000000, &db);
+        url_parts_free(&u);
+    }
+    if (!ok) config_bad("REDIS_URL", NULL, "expected redis://[[user]:password@]host[:port][/db]");
+}
+
+static void check_host(const char *v)
+{
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, v, addr) != 1 && inet_pton(AF_INET6, v, addr) != 1)
+        config_bad("HOST", v, "expected an IPv4 or IPv6 address to listen on");
+}
+
 int config_load(void)
 {
-    int rc = 0;
+    int rc = 0; /* -1: a parser that reports by itself refused its variable */
+    config_errors = 0;
     config_free();
+    /* The log format first: every line from here on, the refusals included, is in it. */
+    const char *fmt = env("LOG_FORMAT");
+    log_set_json(fmt && strcmp(fmt, "json") == 0);
+    if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)
+        config_bad("LOG_FORMAT", fmt, "expected text or json");
     const char *lvl = env("LOG_LEVEL");
     cfg.log_level = LOG_INFO;
     if (lvl) {
         int l = log_level_parse(lvl);
         if (l < 0)
-            log_warn("config: LOG_LEVEL=%s unknown; using info", lvl);
+            config_bad("LOG_LEVEL", lvl, "expected error, warn, info or debug");
         else
             cfg.log_level = l;
     }
     log_set_level(cfg.log_level);
-    const char *fmt = env("LOG_FORMAT");
-    log_set_json(fmt && strcmp(fmt, "json") == 0);
-    if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "text") != 0)
-        log_warn("config: LOG_FORMAT=%s unknown; using text", fmt);
 
     cfg.port = config_int("PORT", 8080, 1, 65535);
     cfg.host = env_dup("HOST", "0.0.0.0");
+    check_host(cfg.host);
     cfg.workers = config_int("WORKERS", 1, 1, 256);
     /* METRICS_PORT equal to PORT could never be bound next to the main port's sockets: refused
      * here with the variable's name rather than as a bind error. */
@@ -159,39 +269,54 @@ int config_load(void)
         rc = -1;
     }
     const char *app_env = env("APP_ENV");
-    if (app_env && strcmp(app_env, "production") != 0 && strcmp(app_env, "development") != 0) {
-        log_error("config: APP_ENV must be development or production, not %s", app_env);
-        rc = -1;
-    }
+    if (app_env && strcmp(app_env, "production") != 0 && strcmp(app_env, "development") != 0)
+        config_bad("APP_ENV", app_env, "expected development or production");
     cfg.production = app_env && strcmp(app_env, "production") == 0;
     cfg.database_url = env_dup("DATABASE_URL", NULL);
+    /* libpq checks the rest (several hosts, a socket directory, parameters); the scheme tells a
+     * URL from a value pasted into the wrong variable. */
+    if (cfg.database_url && strncmp(cfg.database_url, "postgres://", 11) != 0 &&
+        strncmp(cfg.database_url, "postgresql://", 13) != 0)
+        config_bad("DATABASE_URL", NULL, "expected postgres:// or postgresql://");
     cfg.db_pool_size = config_int("DATABASE_POOL_SIZE", 8, 1, 512);
     cfg.redis_url = env_dup("REDIS_URL", NULL);
+    check_redis_url(cfg.redis_url);
     cfg.client_key = env_dup("CLIENT_KEY", NULL);
     cfg.disable_client_auth = env_bool("DISABLE_CLIENT_AUTH", false);
 
     char def_public[64];
     snprintf(def_public, sizeof(def_public), "http://localhost:%d", cfg.port);
     cfg.public_url = env_dup("PUBLIC_URL", def_public);
+    check_url("PUBLIC_URL", env("PUBLIC_URL"), http_schemes, false, SHOW,
+              "expected http:// or https:// and a host");
     strip_slash(cfg.public_url);
     cfg.frontend_url = env_dup("FRONTEND_URL", cfg.public_url);
+    check_url("FRONTEND_URL", env("FRONTEND_URL"), http_schemes, false, SHOW,
+              "expected http:// or https:// and a host");
     strip_slash(cfg.frontend_url);
     parse_origins(env("TRUSTED_ORIGINS") ? env("TRUSTED_ORIGINS") : cfg.frontend_url);
     if (netaddr_trusted_load(env("TRUSTED_PROXIES")) != 0) rc = -1;
+    if (env("TRUSTED_ORIGINS"))
+        for (int i = 0; i < cfg.n_trusted_origins; i++)
+            check_url("TRUSTED_ORIGINS", cfg.trusted_origins[i], http_schemes, true, SHOW,
+                      "each origin must be http:// or https://, a host and an optional port");
 
     cfg.smtp_url = env_dup("SMTP_URL", NULL);
+    static const char *const smtp_schemes[] = {"smtps", "smtp", NULL};
+    check_url("SMTP_URL", cfg.smtp_url, smtp_schemes, false, HIDE,
+              "expected smtp:// or smtps:// with a host");
     cfg.mail_from = env_dup("MAIL_FROM", "coachd <no-reply@localhost>");
     cfg.mail_dir = env_dup("MAIL_DIR", ".local/mail");
     if (!cfg.smtp_url && cfg.production)
         log_warn("config: SMTP_URL is not set in production; mail cannot be delivered");
 
     cfg.storage_driver = env_dup("STORAGE_DRIVER", "local");
-    if (strcmp(cfg.storage_driver, "local") != 0 && strcmp(cfg.storage_driver, "s3") != 0) {
-        log_error("config: STORAGE_DRIVER must be local or s3");
-        rc = -1;
-    }
+    if (strcmp(cfg.storage_driver, "local") != 0 && strcmp(cfg.storage_driver, "s3") != 0)
+        config_bad("STORAGE_DRIVER", cfg.storage_driver, "expected local or s3");
     cfg.storage_dir = env_dup("STORAGE_DIR", ".local/storage");
     cfg.s3_endpoint = env_dup("S3_ENDPOINT", NULL);
+    check_url("S3_ENDPOINT", cfg.s3_endpoint, http_schemes, false, HIDE,
+              "expected http:// or https:// and a host");
     cfg.s3_region = env_dup("S3_REGION", NULL);
     cfg.s3_bucket = env_dup("S3_BUCKET", NULL);
     cfg.s3_access_key_id = env_dup("S3_ACCESS_KEY_ID", NULL);
@@ -200,7 +325,21 @@ int config_load(void)
     cfg.video_app_id = env_dup("VIDEO_APP_ID", NULL);
     cfg.video_app_certificate = env_dup("VIDEO_APP_CERTIFICATE", NULL);
     cfg.push_url = env_dup("PUSH_URL", "https://exp.host/--/api/v2/push/send");
+    check_url("PUSH_URL", env("PUSH_URL"), http_schemes, false, HIDE,
+              "expected http:// or https:// and a host");
     cfg.push_access_token = env_dup("PUSH_ACCESS_TOKEN", NULL);
+    /* rt/storage.c reads the secret; production refuses one it would ignore (development warns
+     * there and falls back to the database's secret). */
+    const char *secret = env("STORAGE_SECRET");
+    if (cfg.production && secret &&
+        (strlen(secret) < CONFIG_STORAGE_SECRET_MIN ||
+         strlen(secret) > CONFIG_STORAGE_SECRET_MAX)) {
+        char why[96];
+        snprintf(why, sizeof(why), "needs %d to %d characters in production",
+                 CONFIG_STORAGE_SECRET_MIN, CONFIG_STORAGE_SECRET_MAX);
+        log_error("config: STORAGE_SECRET is invalid: %s (it has %zu)", why, strlen(secret));
+        config_errors++;
+    }
     cfg.context_cache_ttl_ms = config_int("CONTEXT_CACHE_TTL_MS", 5000, 0, 60000);
     cfg.event_history_max = config_int("EVENT_HISTORY_MAX", 1000, 1, 1000000);
     cfg.event_history_seconds = config_int("EVENT_HISTORY_SECONDS", 600, 1, 86400);
@@ -212,11 +351,27 @@ int config_load(void)
     cfg.rate_limiter_duration = config_int("RATE_LIMITER_DURATION", 60, 1, 86400);
     cfg.auth_rate_limit_points = config_int("AUTH_RATE_LIMIT_POINTS", 10, 0, 1000000);
     cfg.auth_rate_limit_duration = config_int("AUTH_RATE_LIMIT_DURATION", 60, 1, 86400);
-    cfg.resend_activation_cooldown = config_int("RESEND_ACTIVATION_COOLDOWN_SECONDS", 60, 1, 86400);
+    cfg.resend_activation_cooldown =
+        config_int_or_default("RESEND_ACTIVATION_COOLDOWN_SECONDS", 60, 1, 86400);
     /* Accepting an invite by id proves nothing about the mailbox unless the email is verified
      * (docs/security.md); off in development so local sign-ups can accept without mail. */
     cfg.invite_require_verified_email = env_bool("INVITE_REQUIRE_VERIFIED_EMAIL", cfg.production);
-    return rc;
+    /* Read by the worker's modules at their start: parsed here, so the supervisor refuses them
+     * before forking rather than a worker falling back to a default. */
+    cfg.max_connections = config_int("MAX_CONNECTIONS", 10000, 1, 1000000);
+    cfg.max_connections_per_ip = config_int("MAX_CONNECTIONS_PER_IP", 256, 0, 1000000);
+    cfg.request_timeout_seconds = config_int("REQUEST_TIMEOUT_SECONDS", 60, 1, 86400);
+    cfg.stream_write_timeout_seconds = config_int("STREAM_WRITE_TIMEOUT_SECONDS", 60, 1, 86400);
+    cfg.sweeper_interval_seconds = config_int("SWEEPER_INTERVAL_SECONDS", 60, 1, 86400);
+    cfg.janitor_interval_seconds = config_int("JANITOR_INTERVAL_SECONDS", 300, 1, 86400);
+    cfg.janitor_outbox_keep_seconds =
+        config_int("JANITOR_OUTBOX_KEEP_SECONDS", 3600, 0, 30 * 86400);
+    cfg.storage_janitor_interval_seconds =
+        config_int("STORAGE_JANITOR_INTERVAL_SECONDS", 3600, 1, 86400);
+    /* routes/health.c reads it when first asked; the same range, checked here at start. */
+    (void)config_int("HEALTH_PROBE_CACHE_SECONDS", 30, 0, 3600);
+    cfg.shutdown_grace_seconds = config_int("SHUTDOWN_GRACE_SECONDS", 30, 0, 3600);
+    return rc != 0 || config_errors ? -1 : 0;
 }
 
 bool config_origin_trusted(const char *origin, unsigned long len)

@@ -45,13 +45,26 @@ typedef struct config {
                                 * not yet sent) one worker holds, over all its streams */
     int metrics_port;          /* METRICS_PORT: /metrics on a listener of its own; 0: none */
     char *metrics_host;        /* METRICS_HOST (127.0.0.1) */
+    /* Read by a worker's modules (core/http.c, rt/) at their start, parsed with the rest. */
+    int max_connections, max_connections_per_ip; /* MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP */
+    int request_timeout_seconds, stream_write_timeout_seconds;
+    int sweeper_interval_seconds, janitor_interval_seconds, janitor_outbox_keep_seconds;
+    int storage_janitor_interval_seconds;
+    int shutdown_grace_seconds; /* SHUTDOWN_GRACE_SECONDS: the drain on SIGTERM (main.c) */
 } config_t;
+
+/* STORAGE_SECRET's length (rt/storage.c); production refuses any other. */
+#define CONFIG_STORAGE_SECRET_MIN 32
+#define CONFIG_STORAGE_SECRET_MAX 127
 
 extern config_t cfg;
 
-/* Parses the environment into cfg. Returns 0, or -1 after logging which variable is invalid. */
+/* Parses the environment into cfg. Returns 0, or -1 after logging each invalid variable by name
+ * (malformed or out-of-range numbers, URLs without their scheme or host, unknown words, a short
+ * STORAGE_SECRET in production). LOG_FORMAT is applied first, so every line is in it. */
 int config_load(void);
-/* Parses an integer variable: the default when unset or invalid (invalid is logged). */
+/* Parses an integer variable: the default when unset; invalid is logged as an error and makes
+ * the config_load under way fail (the default is returned). */
 int config_int(const char *name, int def, int min, int max);
 /* True when `origin` (scheme://host[:port]) is in TRUSTED_ORIGINS. */
 bool config_origin_trusted(const char *origin, unsigned long len);

@@ -1778,15 +1778,12 @@ bool http_req_side_listener(const http_req_t *req)
 int http_server_start_fd(uv_loop_t *loop, int fd)
 {
     loop_ref = loop;
-    max_conns = (size_t)config_int("MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS, 1, 1000000);
-    max_conns_per_ip =
-        (size_t)config_int("MAX_CONNECTIONS_PER_IP", DEFAULT_MAX_CONNECTIONS_PER_IP, 0, 1000000);
-    request_timeout_ms =
-        (uint64_t)config_int("REQUEST_TIMEOUT_SECONDS", DEFAULT_REQUEST_TIMEOUT_S, 1, 86400) * 1000;
+    /* Parsed (and refused when invalid) by config_load, before any worker started. */
+    max_conns = (size_t)cfg.max_connections;
+    max_conns_per_ip = (size_t)cfg.max_connections_per_ip;
+    request_timeout_ms = (uint64_t)cfg.request_timeout_seconds * 1000;
     body_timeout_ms = request_timeout_ms < BODY_TIMEOUT_MS ? request_timeout_ms : BODY_TIMEOUT_MS;
-    stream_write_timeout_ms = (uint64_t)config_int("STREAM_WRITE_TIMEOUT_SECONDS",
-                                                   DEFAULT_STREAM_WRITE_TIMEOUT_S, 1, 86400) *
-                              1000;
+    stream_write_timeout_ms = (uint64_t)cfg.stream_write_timeout_seconds * 1000;
     memset(&settings, 0, sizeof(settings));
     settings.on_message_begin = on_message_begin;
     settings.on_url = on_url;
@@ -1838,4 +1835,21 @@ void http_server_shutdown(void (*done)(void))
         shutdown_done = NULL;
         done();
     }
+}
+
+size_t http_server_abort_all(void)
+{
+    size_t cut = 0;
+    /* conn_close unlinks the connection (and an on_gone may close others): take the head each
+     * time. A connection with a request was cut, whether its answer was pending or unsent. */
+    while (conns) {
+        http_conn_t *c = conns;
+        if (c->req) {
+            cut++;
+            log_warn("shutdown: cutting %s %s id=%s",
+                     c->req->method_name ? c->req->method_name : "-", log_path(c->req), c->req->id);
+        }
+        conn_close(c);
+    }
+    return cut;
 }

@@ -156,6 +156,10 @@ bool http_req_side_listener(const http_req_t *req);
 /* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
  * every connection is closed. */
 void http_server_shutdown(void (*done)(void));
+/* The end of the shutdown grace: every connection still open is closed at once, each request
+ * still running getting its on_gone (a streamed upload removes its temporary file), and the
+ * shutdown's done follows as the handles close. Returns the number of requests cut. */
+size_t http_server_abort_all(void);
 /* Number of open connections (for stats). */
 size_t http_server_conn_count(void);
 /* Client addresses holding a count of MAX_CONNECTIONS_PER_IP (a connection, or a request a

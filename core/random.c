@@ -1,9 +1,11 @@
 #include "core/random.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
+
+#include "core/log.h"
 
 void random_bytes(void *out, size_t n)
 {
@@ -13,7 +15,7 @@ void random_bytes(void *out, size_t n)
         if (r < 0) {
             if (errno == EINTR) continue;
             /* Without randomness no token is safe to issue. */
-            perror("getrandom");
+            log_error("getrandom: %s", strerror(errno));
             abort();
         }
         p += r;

@@ -53,9 +53,9 @@ static void on_tick(uv_timer_t *t)
 
 int janitor_init(uv_loop_t *loop)
 {
-    int every = config_int("JANITOR_INTERVAL_SECONDS", 300, 1, 86400);
+    int every = cfg.janitor_interval_seconds;
     /* How long a sent outbox row stays (seconds): long enough to see what went out lately. */
-    int keep = config_int("JANITOR_OUTBOX_KEEP_SECONDS", 3600, 0, 30 * 86400);
+    int keep = cfg.janitor_outbox_keep_seconds;
     snprintf(J.keep, sizeof(J.keep), "%d", keep);
     int rc = uv_timer_init(loop, &J.timer);
     if (rc != 0) return rc;

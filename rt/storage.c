@@ -121,7 +121,7 @@ int storage_init(uv_loop_t *loop)
     S.started = true;
     tmp_sweep_start(); /* what a crashed worker left behind */
     if (!S.secret_len) uv_timer_start(&S.secret_timer, load_secret, 0, 1000);
-    int every = config_int("STORAGE_JANITOR_INTERVAL_SECONDS", 3600, 1, 86400);
+    int every = cfg.storage_janitor_interval_seconds;
     uv_timer_start(&S.janitor, on_janitor, 5000, (uint64_t)every * 1000);
     return 0;
 }

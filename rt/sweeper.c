@@ -58,7 +58,7 @@ static void on_tick(uv_timer_t *t)
 
 int sweeper_init(uv_loop_t *loop)
 {
-    int every = config_int("SWEEPER_INTERVAL_SECONDS", 60, 1, 86400);
+    int every = cfg.sweeper_interval_seconds;
     int rc = uv_timer_init(loop, &sw.timer);
     if (rc != 0) return rc;
     sw.started = true;

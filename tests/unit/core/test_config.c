@@ -32,8 +32,73 @@ static void load(void **s)
     unsetenv("APP_ENV");
 }
 
+/* Each value is refused on its own (config_load -1), and the load after it, with the variable
+ * unset again, passes: no refusal outlives its load. */
+static void refusals(void **s)
+{
+    (void)s;
+    static const char *const bad[][2] = {
+        {"PORT", "20o80"},
+        {"PORT", "0"},
+        {"WORKERS", "1.5"},
+        {"MAX_CONNECTIONS", ""},
+        {"MAX_CONNECTIONS", "0"},
+        {"REQUEST_TIMEOUT_SECONDS", "99999999999"},
+        {"SHUTDOWN_GRACE_SECONDS", "-5"},
+        {"REDIS_URL", "localhost:6379"},
+        {"REDIS_URL", "rediss://localhost:6379"},
+        {"REDIS_URL", "redis://localhost:6379/x"},
+        {"REDIS_URL", "redis://localhost:99999"},
+        {"DATABASE_URL", "dbname=coachd"},
+        {"SMTP_URL", "smtp://"},
+        {"PUBLIC_URL", "https://"},
+        {"PUBLIC_URL", "http://api.example.com/a b"},
+        {"TRUSTED_ORIGINS", "https://a.example/path"},
+        {"TRUSTED_ORIGINS", "https://user@a.example"},
+        {"PUSH_URL", "exp.host"},
+        {"LOG_FORMAT", "pretty"},
+        {"INVITE_REQUIRE_VERIFIED_EMAIL", "sure"},
+    };
+    unsetenv("RESEND_ACTIVATION_COOLDOWN_SECONDS");
+    unsetenv("APP_ENV");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        if (!*bad[i][1]) {
+            /* empty counts as unset: the default */
+            assert_int_equal(config_load(), 0);
+        } else if (config_load() != -1) {
+            fail_msg("%s=%s was accepted", bad[i][0], bad[i][1]);
+        }
+        unsetenv(bad[i][0]);
+        assert_int_equal(config_load(), 0);
+    }
+    /* The well-formed spellings pass. */
+    setenv("REDIS_URL", "redis://:p%40ss@[::1]:6380/2", 1);
+    setenv("DATABASE_URL", "postgres://u@db.internal/coachd?sslmode=require", 1);
+    setenv("SMTP_URL", "smtps://user:pw@mail.example.com:465", 1);
+    setenv("TRUSTED_ORIGINS", "https://a.example/, http://127.0.0.1:3000", 1);
+    setenv("SHUTDOWN_GRACE_SECONDS", "0", 1);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.shutdown_grace_seconds, 0);
+    assert_int_equal(cfg.n_trusted_origins, 2);
+    /* A short STORAGE_SECRET: refused in production only. */
+    setenv("STORAGE_SECRET", "short", 1);
+    assert_int_equal(config_load(), 0);
+    setenv("APP_ENV", "production", 1);
+    assert_int_equal(config_load(), -1);
+    setenv("STORAGE_SECRET", "0123456789abcdef0123456789abcdef", 1);
+    assert_int_equal(config_load(), 0);
+    const char *vars[] = {
+        "REDIS_URL", "DATABASE_URL",          "SMTP_URL", "TRUSTED_ORIGINS", "STORAGE_SECRET",
+        "APP_ENV",   "SHUTDOWN_GRACE_SECONDS"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.shutdown_grace_seconds, 30);
+}
+
 int run_config_tests(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(load)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(load), cmocka_unit_test(refusals)};
     return cmocka_run_group_tests_name("core/config", tests, NULL, NULL);
 }
