@@ -69,6 +69,8 @@ static void on_walk_close(uv_handle_t *h, void *arg)
     (void)arg;
     /* The bound on a teardown after the grace stays until the loop has ended. */
     if (h == (uv_handle_t *)&abort_bound) return;
+    /* The signal handlers stay too (on_signal). */
+    if (h == (uv_handle_t *)&sig_term || h == (uv_handle_t *)&sig_int) return;
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
@@ -120,12 +122,13 @@ static void on_signal(uv_signal_t *s, int signum)
     uv_timer_init(loop, &grace_timer);
     uv_timer_start(&grace_timer, on_grace_over, (uint64_t)cfg.shutdown_grace_seconds * 1000, 0);
     uv_unref((uv_handle_t *)&grace_timer);
-    uv_signal_stop(&sig_term);
-    uv_signal_stop(&sig_int);
     /* Draining already: a second signal (Ctrl-C reaches the supervisor and every worker, and
-     * the supervisor forwards SIGTERM) must not kill the worker with the default action. */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
+     * the supervisor forwards SIGTERM) must not kill the worker with the default action. The
+     * handlers stay installed to the end (unreferenced, so they do not keep the loop alive, and
+     * on_walk_close leaves them): stopping them would put back the default action, and a signal
+     * in the moment before SIG_IGN replaced it killed the worker mid-drain. */
+    uv_unref((uv_handle_t *)&sig_term);
+    uv_unref((uv_handle_t *)&sig_int);
     http_server_shutdown(on_server_drained);
 }
 
