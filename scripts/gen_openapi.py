@@ -217,7 +217,8 @@ DETAILS = {
     ("get", "/api/events/mentorships/:mentorshipId/events"):
         stream_op("A mentorship's event stream (SSE)"),
     ("get", "/metrics"): {
-        "summary": "Prometheus metrics (Bearer METRICS_TOKEN; 404 when unset)",
+        "summary": "Prometheus metrics of every worker (Bearer METRICS_TOKEN on the main port, "
+                   "404 when unset; without a token on METRICS_PORT's own listener)",
         "security": [{"metricsToken": []}],
         "responses": {"200": {"description": "Prometheus text format 0.0.4",
                               "content": {"text/plain": {"schema": {"type": "string"}}}}}},
