@@ -106,6 +106,7 @@ struct http_conn {
     uint64_t flushed_mark;
     uint64_t progress_ms;
     bool stream_watch; /* the deadline is being watched (unflushed bytes were seen) */
+    bool stream_sized; /* the stream's head declares its length: it ends by itself */
     uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
     uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
@@ -710,6 +711,9 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
     size_t hlen;
     char *head = build_head(req, status, ctype, HEAD_STREAM, &hlen);
     c->state = CONN_STREAMING;
+    c->stream_sized = false;
+    for (int i = 0; i < req->n_res_headers; i++)
+        if (strcasecmp(req->res_headers[i].name, "Content-Length") == 0) c->stream_sized = true;
     uv_timer_stop(&c->timer);
     /* Anything a client pipelines after a stream request is never answered. */
     buf_free(&c->in);
@@ -1823,11 +1827,14 @@ void http_server_shutdown(void (*done)(void))
         uv_close((uv_handle_t *)&side_server, NULL);
         side_open = false;
     }
-    /* Idle and streaming connections close now; busy ones close after their response. */
+    /* Idle connections and event streams close now; busy ones close after their response. A
+     * stream of declared length (a file download) is a request in flight: it finishes within
+     * the grace like an upload, or is cut with the rest when the grace is over. */
     http_conn_t *c = conns;
     while (c) {
         http_conn_t *next = c->next;
-        if (c->state == CONN_IDLE || c->state == CONN_STREAMING || c->state == CONN_LINGER)
+        if (c->state == CONN_IDLE || c->state == CONN_LINGER ||
+            (c->state == CONN_STREAMING && !c->stream_sized))
             conn_close(c);
         c = next;
     }

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -165,5 +166,51 @@ def test_upload_past_the_grace_is_cut_cleanly_and_exit_is_1(org):
         assert "drain incomplete: 1 requests cut" in text, text[-3000:]
         assert srv.tmp_entries() == [], "temporary file left: %s" % srv.tmp_entries()
         assert not re.search(SANITIZER, text), text[-5000:]
+    finally:
+        srv.close()
+
+
+def test_download_in_flight_finishes_within_the_grace(org):
+    """A file download is a request in flight like an upload: SIGTERM lets it finish (all of its
+    bytes, exit status 0) rather than closing it with the event streams. It was cut at once, the
+    client got a short body, and the exit status still said the drain was complete."""
+    srv = Server(SHUTDOWN_GRACE_SECONDS=25)
+    try:
+        coach = org.client("Coach")
+        headers = {"Cookie": "auth.session_token=%s" % coach.session_token,
+                   "X-Organization-Id": org.id}
+        data = os.urandom(8 * 1024 * 1024)
+        body = b"".join([HEAD, data, TAIL])
+        r = requests.post(srv.base + "/api/files/upload", data=body, timeout=30,
+                          headers=dict(headers, **{"Content-Type": "multipart/form-data; "
+                                                   "boundary=%s" % BOUNDARY}))
+        assert r.status_code == 201, r.text
+        r = requests.get(srv.base + "/api/files/%s" % r.json()["data"]["fileId"], headers=headers,
+                         timeout=10)
+        assert r.status_code == 200, r.text
+        url = urlsplit(r.json()["data"]["presignedUrl"])
+        # A reader with a small receive buffer that reads nothing until after the signal: most
+        # of the file is still in coachd's hands when the drain begins.
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(("GET %s?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (url.path, url.query)).encode())
+        s.settimeout(10)
+        got = s.recv(4096)
+        assert got.startswith(b"HTTP/1.1 200"), got[:300]
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(1)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        s.close()
+        head, _, content = got.partition(b"\r\n\r\n")
+        assert len(content) == len(data) and content == data, (len(content), len(data))
+        assert srv.proc.wait(timeout=15) == 0, srv.text()[-3000:]
+        assert "drain incomplete" not in srv.text()
+        assert not re.search(SANITIZER, srv.text()), srv.text()[-5000:]
     finally:
         srv.close()
