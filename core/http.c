@@ -165,6 +165,7 @@ static void on_timer(uv_timer_t *t);
 static void conn_linger(http_conn_t *c);
 static void stream_watch(http_conn_t *c);
 static void stream_drain_check(http_conn_t *c);
+static void timer_at_most(http_conn_t *c, uint64_t ms);
 static ip_count_t *ip_acquire(const char *ip);
 static void ip_release(ip_count_t *e);
 static void note_refused(const char *why, const char *ip);
@@ -722,6 +723,10 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
     conn_write(c, &b, 1, NULL, false);
     /* Keep reading (into a small buffer) to notice the client going away. */
     if (c->state == CONN_STREAMING) conn_read_start(c);
+    /* An event stream that opens while the server drains (its request was under way at the
+     * signal) ends like those open at the signal: closed, from the timer on the next turn, so
+     * its owner finishes setting it up first. */
+    if (c->state == CONN_STREAMING && shutting_down && !c->stream_sized) timer_at_most(c, 0);
 }
 
 int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending)
@@ -1510,6 +1515,10 @@ static void on_timer(uv_timer_t *t)
         conn_close(c);
         return;
     case CONN_STREAMING:
+        if (shutting_down && !c->stream_sized) { /* opened during the drain (http_stream_open) */
+            conn_close(c);
+            return;
+        }
         if (c->req && c->req->release_head) req_release_head(c->req);
         stream_drain_check(c);
         if (c->state == CONN_STREAMING) stream_watch(c);

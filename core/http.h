@@ -154,8 +154,9 @@ int http_server_listen_only(uv_loop_t *loop, int fd, const char *pattern);
 /* True when the request came in on that listener. */
 bool http_req_side_listener(const http_req_t *req);
 /* Graceful stop: stop accepting, let in-flight requests finish (streams whose head declares a
- * Content-Length, file downloads, included), end the other streams (event streams) at once;
- * calls done when every connection is closed. */
+ * Content-Length, file downloads, included), end the other streams (event streams) at once,
+ * and those that open during the drain as they open; calls done when every connection is
+ * closed. */
 void http_server_shutdown(void (*done)(void));
 /* The end of the shutdown grace: every connection still open is closed at once, each request
  * still running getting its on_gone (a streamed upload removes its temporary file), and the
