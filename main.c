@@ -15,11 +15,11 @@
  * whose worker fails to start WORKER_START_TRIES times in a row stops the supervisor with exit
  * status 1 (systemd then sees the failure) instead of restarting forever.
  *
- * Stopping: a worker that gets SIGTERM stops accepting, closes idle and streaming connections,
- * and lets requests in flight (uploads included) finish within SHUTDOWN_GRACE_SECONDS. What
- * still runs then is cut (core/http.c: each request's on_gone, so temporary files go) and the
- * worker exits 1; it exits 0 only when nothing was cut. The supervisor exits 0 only when every
- * worker did.
+ * Stopping: a worker that gets SIGTERM stops accepting, closes idle connections and event streams,
+ * and lets requests in flight (uploads and downloads included) finish within
+ * SHUTDOWN_GRACE_SECONDS. What still runs then is cut (core/http.c: each request's on_gone, so
+ * temporary files go) and the worker exits 1; it exits 0 only when nothing was cut. The supervisor
+ * exits 0 only when every worker did.
  */
 #include <errno.h>
 #include <signal.h>

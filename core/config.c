@@ -340,6 +340,15 @@ int config_load(void)
         log_error("config: STORAGE_SECRET is invalid: %s (it has %zu)", why, strlen(secret));
         config_errors++;
     }
+    /* SETUP_TOKEN opens the HTTP first-run (routes/setup.c), and a wrong guess costs nothing
+     * (403 before the limiter): production refuses one short enough to guess. Not shown. */
+    const char *setup_token = env("SETUP_TOKEN");
+    if (cfg.production && setup_token && strlen(setup_token) < CONFIG_SETUP_TOKEN_MIN) {
+        char why[96];
+        snprintf(why, sizeof(why), "needs at least %d characters in production",
+                 CONFIG_SETUP_TOKEN_MIN);
+        config_bad("SETUP_TOKEN", NULL, why);
+    }
     cfg.context_cache_ttl_ms = config_int("CONTEXT_CACHE_TTL_MS", 5000, 0, 60000);
     cfg.event_history_max = config_int("EVENT_HISTORY_MAX", 1000, 1, 1000000);
     cfg.event_history_seconds = config_int("EVENT_HISTORY_SECONDS", 600, 1, 86400);

@@ -56,12 +56,15 @@ typedef struct config {
 /* STORAGE_SECRET's length (rt/storage.c); production refuses any other. */
 #define CONFIG_STORAGE_SECRET_MIN 32
 #define CONFIG_STORAGE_SECRET_MAX 127
+/* SETUP_TOKEN's least length in production (as `openssl rand -hex 16` makes). */
+#define CONFIG_SETUP_TOKEN_MIN 32
 
 extern config_t cfg;
 
 /* Parses the environment into cfg. Returns 0, or -1 after logging each invalid variable by name
  * (malformed or out-of-range numbers, URLs without their scheme or host, unknown words, a short
- * STORAGE_SECRET in production). LOG_FORMAT is applied first, so every line is in it. */
+ * STORAGE_SECRET or SETUP_TOKEN in production). LOG_FORMAT is applied first, so every line is
+ * in it. */
 int config_load(void);
 /* Parses an integer variable: the default when unset; invalid is logged as an error and makes
  * the config_load under way fail (the default is returned). */

@@ -106,6 +106,7 @@ struct http_conn {
     uint64_t flushed_mark;
     uint64_t progress_ms;
     bool stream_watch; /* the deadline is being watched (unflushed bytes were seen) */
+    bool stream_sized; /* the stream's head declares its length: it ends by itself */
     uv_shutdown_t shut;
     struct http_conn *prev, *next; /* all connections, for shutdown */
     uint64_t deadline_ms;          /* whole-request deadline (loop time), 0: none */
@@ -164,6 +165,7 @@ static void on_timer(uv_timer_t *t);
 static void conn_linger(http_conn_t *c);
 static void stream_watch(http_conn_t *c);
 static void stream_drain_check(http_conn_t *c);
+static void timer_at_most(http_conn_t *c, uint64_t ms);
 static ip_count_t *ip_acquire(const char *ip);
 static void ip_release(ip_count_t *e);
 static void note_refused(const char *why, const char *ip);
@@ -710,6 +712,9 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
     size_t hlen;
     char *head = build_head(req, status, ctype, HEAD_STREAM, &hlen);
     c->state = CONN_STREAMING;
+    c->stream_sized = false;
+    for (int i = 0; i < req->n_res_headers; i++)
+        if (strcasecmp(req->res_headers[i].name, "Content-Length") == 0) c->stream_sized = true;
     uv_timer_stop(&c->timer);
     /* Anything a client pipelines after a stream request is never answered. */
     buf_free(&c->in);
@@ -718,6 +723,10 @@ void http_stream_open(http_req_t *req, int status, const char *ctype)
     conn_write(c, &b, 1, NULL, false);
     /* Keep reading (into a small buffer) to notice the client going away. */
     if (c->state == CONN_STREAMING) conn_read_start(c);
+    /* An event stream that opens while the server drains (its request was under way at the
+     * signal) ends like those open at the signal: closed, from the timer on the next turn, so
+     * its owner finishes setting it up first. */
+    if (c->state == CONN_STREAMING && shutting_down && !c->stream_sized) timer_at_most(c, 0);
 }
 
 int http_stream_write(http_req_t *req, sbuf_t *b, size_t max_pending)
@@ -1506,6 +1515,10 @@ static void on_timer(uv_timer_t *t)
         conn_close(c);
         return;
     case CONN_STREAMING:
+        if (shutting_down && !c->stream_sized) { /* opened during the drain (http_stream_open) */
+            conn_close(c);
+            return;
+        }
         if (c->req && c->req->release_head) req_release_head(c->req);
         stream_drain_check(c);
         if (c->state == CONN_STREAMING) stream_watch(c);
@@ -1823,11 +1836,14 @@ void http_server_shutdown(void (*done)(void))
         uv_close((uv_handle_t *)&side_server, NULL);
         side_open = false;
     }
-    /* Idle and streaming connections close now; busy ones close after their response. */
+    /* Idle connections and event streams close now; busy ones close after their response. A
+     * stream of declared length (a file download) is a request in flight: it finishes within
+     * the grace like an upload, or is cut with the rest when the grace is over. */
     http_conn_t *c = conns;
     while (c) {
         http_conn_t *next = c->next;
-        if (c->state == CONN_IDLE || c->state == CONN_STREAMING || c->state == CONN_LINGER)
+        if (c->state == CONN_IDLE || c->state == CONN_LINGER ||
+            (c->state == CONN_STREAMING && !c->stream_sized))
             conn_close(c);
         c = next;
     }

@@ -153,8 +153,10 @@ int http_listen_socket_exclusive(const char *host, int port, int *fd_out);
 int http_server_listen_only(uv_loop_t *loop, int fd, const char *pattern);
 /* True when the request came in on that listener. */
 bool http_req_side_listener(const http_req_t *req);
-/* Graceful stop: stop accepting, let in-flight requests finish, end streams; calls done when
- * every connection is closed. */
+/* Graceful stop: stop accepting, let in-flight requests finish (streams whose head declares a
+ * Content-Length, file downloads, included), end the other streams (event streams) at once,
+ * and those that open during the drain as they open; calls done when every connection is
+ * closed. */
 void http_server_shutdown(void (*done)(void));
 /* The end of the shutdown grace: every connection still open is closed at once, each request
  * still running getting its on_gone (a streamed upload removes its temporary file), and the
@@ -224,7 +226,8 @@ void http_req_pause_body(http_req_t *req);
 void http_req_resume_body(http_req_t *req);
 
 /* Streamed response (SSE): writes the head without Content-Length; the connection closes when
- * the stream ends. Extra headers come from http_res_header() before the call. */
+ * the stream ends. Extra headers come from http_res_header() before the call; one of them a
+ * Content-Length (a file download) makes the stream a request that a shutdown lets finish. */
 void http_stream_open(http_req_t *req, int status, const char *content_type);
 /* Queues a shared buffer (takes a reference). Returns -1 when the request is gone, the write
  * failed or its queue is over max_pending bytes: the caller should then close the stream with

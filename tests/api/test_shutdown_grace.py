@@ -9,11 +9,12 @@ import socket
 import subprocess
 import tempfile
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 
-from helpers import ROOT, free_port, wait_until
+from helpers import ROOT, free_port, psql_value, wait_until
 from orgs import new_org
 
 SANITIZER = r"ERROR: (Address|Leak|Thread)Sanitizer|runtime error:"
@@ -166,4 +167,97 @@ def test_upload_past_the_grace_is_cut_cleanly_and_exit_is_1(org):
         assert srv.tmp_entries() == [], "temporary file left: %s" % srv.tmp_entries()
         assert not re.search(SANITIZER, text), text[-5000:]
     finally:
+        srv.close()
+
+
+def test_download_in_flight_finishes_within_the_grace(org):
+    """A file download is a request in flight like an upload: SIGTERM lets it finish (all of its
+    bytes, exit status 0) rather than closing it with the event streams. It was cut at once, the
+    client got a short body, and the exit status still said the drain was complete."""
+    srv = Server(SHUTDOWN_GRACE_SECONDS=25)
+    try:
+        coach = org.client("Coach")
+        headers = {"Cookie": "auth.session_token=%s" % coach.session_token,
+                   "X-Organization-Id": org.id}
+        data = os.urandom(8 * 1024 * 1024)
+        body = b"".join([HEAD, data, TAIL])
+        r = requests.post(srv.base + "/api/files/upload", data=body, timeout=30,
+                          headers=dict(headers, **{"Content-Type": "multipart/form-data; "
+                                                   "boundary=%s" % BOUNDARY}))
+        assert r.status_code == 201, r.text
+        r = requests.get(srv.base + "/api/files/%s" % r.json()["data"]["fileId"], headers=headers,
+                         timeout=10)
+        assert r.status_code == 200, r.text
+        url = urlsplit(r.json()["data"]["presignedUrl"])
+        # A reader with a small receive buffer that reads nothing until after the signal: most
+        # of the file is still in coachd's hands when the drain begins.
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(("GET %s?%s HTTP/1.1\r\nHost: x\r\n\r\n" % (url.path, url.query)).encode())
+        s.settimeout(10)
+        got = s.recv(4096)
+        assert got.startswith(b"HTTP/1.1 200"), got[:300]
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(1)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        s.close()
+        head, _, content = got.partition(b"\r\n\r\n")
+        assert len(content) == len(data) and content == data, (len(content), len(data))
+        assert srv.proc.wait(timeout=15) == 0, srv.text()[-3000:]
+        assert "drain incomplete" not in srv.text()
+        assert not re.search(SANITIZER, srv.text()), srv.text()[-5000:]
+    finally:
+        srv.close()
+
+
+def test_event_stream_opened_during_the_drain_closes_at_once(org):
+    """An event stream whose opening was under way at SIGTERM (here its database read waits on
+    a lock) opens during the drain: it is closed at once like the streams open at the signal,
+    and the drain ends without waiting for the grace. It stayed open until the grace was over,
+    was then counted as cut, and the exit status was 1."""
+    srv = Server(SHUTDOWN_GRACE_SECONDS=20)
+    lock = None
+    try:
+        coach = org.client("Coach")
+        lock = subprocess.Popen(
+            ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", os.environ["COACHD_DATABASE_URL"],
+             "-c", "BEGIN; LOCK TABLE organization_memberships IN ACCESS EXCLUSIVE MODE; "
+                   "SELECT pg_sleep(2); COMMIT;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_until(lambda: psql_value("SELECT count(*) FROM pg_locks l JOIN pg_class c ON "
+                                      "c.oid = l.relation WHERE c.relname = "
+                                      "'organization_memberships' AND l.mode = "
+                                      "'AccessExclusiveLock' AND l.granted") == "1",
+                   what="the lock")
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(("GET /api/events/users/me/events HTTP/1.1\r\nHost: x\r\n"
+                   "Cookie: auth.session_token=%s\r\n\r\n" % coach.session_token).encode())
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        t0 = time.monotonic()
+        assert lock.wait(timeout=10) == 0, lock.stderr.read()
+        s.settimeout(8)
+        got = b""
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        except socket.timeout:
+            raise AssertionError("the stream opened in the drain stayed open: %r" % got[:300])
+        assert got.startswith(b"HTTP/1.1 200"), got[:300]
+        assert srv.proc.wait(timeout=15) == 0, srv.text()[-3000:]
+        assert time.monotonic() - t0 < 10
+        assert not re.search(SANITIZER, srv.text()), srv.text()[-5000:]
+    finally:
+        if lock and lock.poll() is None:
+            lock.kill()
+            lock.wait()
         srv.close()

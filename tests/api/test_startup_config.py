@@ -86,6 +86,8 @@ BAD = [
     ("S3_ENDPOINT", {"S3_ENDPOINT": "s3.example.com"}),
     ("PUSH_URL", {"PUSH_URL": "exp.host/--/api/v2/push/send"}),
     ("STORAGE_SECRET", {"APP_ENV": "production", "STORAGE_SECRET": "too-short-for-production"}),
+    # Guesses at it are never limited (403 before anything else): a short one is guessable.
+    ("SETUP_TOKEN", {"APP_ENV": "production", "SETUP_TOKEN": "letmein-setup"}),
     ("LOG_LEVEL", {"LOG_LEVEL": "verbose"}),
     ("LOG_FORMAT", {"LOG_FORMAT": "xml"}),
     ("S3_FORCE_PATH_STYLE", {"S3_FORCE_PATH_STYLE": "maybe"}),
@@ -103,8 +105,9 @@ def test_bad_configuration_is_refused_before_any_worker(var, bad):
     assert refusals, "no message naming %s:\n%s" % (var, err[-3000:])
     assert "listening" not in err, err[-3000:]
     assert not answered, "port %d answered" % port
-    if var in ("DATABASE_URL", "REDIS_URL", "SMTP_URL", "S3_ENDPOINT", "PUSH_URL"):
-        # A service URL may carry a password: the refusal names it without echoing it.
+    if var in ("DATABASE_URL", "REDIS_URL", "SMTP_URL", "S3_ENDPOINT", "PUSH_URL", "SETUP_TOKEN"):
+        # A service URL may carry a password, a token is one: the refusal names it without
+        # echoing it.
         assert bad[var] not in err
 
 
