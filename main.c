@@ -254,18 +254,41 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The supervisor's per-slot state. */
+typedef struct sup_slots {
+    pid_t *pids;
+    int *fds;
+    int *start_failures; /* in a row, per slot */
+    uint64_t *spawn_at;  /* backoff after a failed start */
+} sup_slots_t;
+
+static int supervise_slots(int n, sup_slots_t *s);
+
+/* Owns the per-slot arrays, so that every way out of supervise_slots frees them. */
 static int supervise(int n)
 {
-    pid_t *pids = calloc((size_t)n, sizeof(pid_t));
-    int *fds = calloc((size_t)n, sizeof(int));
-    int *start_failures = calloc((size_t)n, sizeof(int));     /* in a row, per slot */
-    uint64_t *spawn_at = calloc((size_t)n, sizeof(uint64_t)); /* backoff after a failed start */
+    sup_slots_t s = {calloc((size_t)n, sizeof(pid_t)), calloc((size_t)n, sizeof(int)),
+                     calloc((size_t)n, sizeof(int)), calloc((size_t)n, sizeof(uint64_t))};
     slot_ready = mmap(NULL, (size_t)n * sizeof(int), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (!pids || !fds || !start_failures || !spawn_at || slot_ready == MAP_FAILED) {
+    int rc = 1;
+    if (!s.pids || !s.fds || !s.start_failures || !s.spawn_at || slot_ready == MAP_FAILED)
         log_error("supervisor: out of memory");
-        return 1;
-    }
+    else
+        rc = supervise_slots(n, &s);
+    free(s.pids);
+    free(s.fds);
+    free(s.start_failures);
+    free(s.spawn_at);
+    return rc;
+}
+
+static int supervise_slots(int n, sup_slots_t *s)
+{
+    pid_t *pids = s->pids;
+    int *fds = s->fds;
+    int *start_failures = s->start_failures;
+    uint64_t *spawn_at = s->spawn_at;
     /* One SO_REUSEPORT socket per slot: the kernel spreads connections over the slots, and a
      * slot's socket (with its backlog) outlives the worker that serves it. */
     for (int i = 0; i < n; i++) {
@@ -280,8 +303,6 @@ static int supervise(int n)
     if (sup_metrics_setup(n) != 0) {
         for (int i = 0; i < n; i++)
             close(fds[i]);
-        free(pids);
-        free(fds);
         return 1;
     }
     sigset_t set;
@@ -362,10 +383,6 @@ static int supervise(int n)
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
     }
     if (rc != 0 && !give_up) log_error("supervisor: a worker did not stop cleanly; exit status 1");
-    free(pids);
-    free(fds);
-    free(start_failures);
-    free(spawn_at);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "core/metrics.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -99,6 +100,14 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Each slot's last whole snapshot as this process read it, used when a read finds the owner
+ * writing through every attempt: leaving the slot out would make the sums go backwards for one
+ * scrape (a counter reset to Prometheus). Collections run on the thread pool, one at a time. */
+static snapshot_t **last_read; /* n_last_read long */
+static int n_last_read;
+static snapshot_t *spare;
+static pthread_mutex_t collect_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int metrics_shm_init(int n)
 {
     size_t size;
@@ -116,6 +125,12 @@ int metrics_shm_init(int n)
     }
     slots = p;
     nslots = n;
+    if (last_read) { /* a new mapping (tests make several): nothing read from the old one holds */
+        for (int i = 0; i < n_last_read; i++)
+            free(last_read[i]);
+        free(last_read);
+        last_read = NULL;
+    }
     return 0;
 }
 
@@ -469,6 +484,18 @@ static bool process_alive(long pid)
     return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
+/* The slot's snapshot for this collection: a fresh whole one, else the last one read, else NULL. */
+static const snapshot_t *slot_snapshot(int i)
+{
+    if (!spare) spare = xmalloc(sizeof(*spare));
+    if (read_slot(&slots[i], spare)) {
+        snapshot_t *fresh = spare;
+        spare = last_read[i];
+        last_read[i] = fresh;
+    }
+    return last_read[i];
+}
+
 metrics_view_t *metrics_collect(void)
 {
     metrics_view_t *v = xcalloc(1, sizeof(*v));
@@ -476,12 +503,17 @@ metrics_view_t *metrics_collect(void)
     if (!slots) return v;
     v->nworkers = nslots;
     v->workers = xcalloc((size_t)nslots, sizeof(metrics_worker_t));
-    snapshot_t *s = xmalloc(sizeof(*s));
+    pthread_mutex_lock(&collect_lock);
+    if (!last_read) {
+        last_read = xcalloc((size_t)nslots, sizeof(*last_read));
+        n_last_read = nslots;
+    }
     uint64_t now = now_ns();
     for (int i = 0; i < nslots; i++) {
         metrics_worker_t *w = &v->workers[i];
         w->slot = i;
-        if (!read_slot(&slots[i], s) || s->pid == 0) continue;
+        const snapshot_t *s = slot_snapshot(i);
+        if (!s || s->pid == 0) continue;
         w->pid = (long)s->pid;
         w->requests = s->requests;
         w->nvalues = (int)s->nvalues;
@@ -494,7 +526,7 @@ metrics_view_t *metrics_collect(void)
         v->overflow += s->overflow;
         merge(v->merged, s);
     }
-    free(s);
+    pthread_mutex_unlock(&collect_lock);
     return v;
 }
 
