@@ -57,7 +57,7 @@
 static uv_loop_t *loop;
 static uv_signal_t sig_term, sig_int;
 static uv_timer_t grace_timer, abort_bound;
-static bool stopping, aborting;
+static bool stopping, bound_started;
 static int worker_status; /* the worker's exit status: 1 once a request was cut */
 /* One flag per worker slot, shared with the supervisor: set once the worker listens. */
 static volatile int *slot_ready;
@@ -74,9 +74,23 @@ static void on_walk_close(uv_handle_t *h, void *arg)
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+static void on_abort_bound(uv_timer_t *t);
+
+/* Bounds the rest of the worker's life by ABORT_BOUND_MS: the teardown of what the grace cut,
+ * or of the modules once the connections are gone, must not hang the stop. Started once. */
+static void start_teardown_bound(void)
+{
+    if (bound_started) return;
+    bound_started = true;
+    uv_timer_init(loop, &abort_bound);
+    uv_timer_start(&abort_bound, on_abort_bound, ABORT_BOUND_MS, 0);
+    uv_unref((uv_handle_t *)&abort_bound);
+}
+
 static void on_server_drained(void)
 {
     log_info("worker %d: connections drained", (int)getpid());
+    start_teardown_bound();
     routes_shutdown();
     outbox_shutdown();
     storage_shutdown();
@@ -90,7 +104,8 @@ static void on_server_drained(void)
 static void on_abort_bound(uv_timer_t *t)
 {
     (void)t;
-    log_error("worker %d: teardown after the shutdown grace did not end; exiting", (int)getpid());
+    log_error("worker %d: teardown did not end within %d ms; exiting", (int)getpid(),
+              ABORT_BOUND_MS);
     _exit(1);
 }
 
@@ -99,16 +114,13 @@ static void on_abort_bound(uv_timer_t *t)
 static void on_grace_over(uv_timer_t *t)
 {
     (void)t;
-    aborting = true;
     size_t cut = http_server_abort_all();
     if (cut > 0) {
         worker_status = 1;
         log_error("worker %d: drain incomplete: %zu requests cut after SHUTDOWN_GRACE_SECONDS=%d",
                   (int)getpid(), cut, cfg.shutdown_grace_seconds);
     }
-    uv_timer_init(loop, &abort_bound);
-    uv_timer_start(&abort_bound, on_abort_bound, ABORT_BOUND_MS, 0);
-    uv_unref((uv_handle_t *)&abort_bound);
+    start_teardown_bound();
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -200,7 +212,7 @@ static int run_worker(int slot, int listen_fd)
     log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
     if (slot_ready) __atomic_store_n(&slot_ready[slot], 1, __ATOMIC_RELEASE);
     uv_run(loop, UV_RUN_DEFAULT);
-    if (aborting) uv_close((uv_handle_t *)&abort_bound, NULL);
+    if (bound_started) uv_close((uv_handle_t *)&abort_bound, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
     uv_loop_close(loop);
     if (worker_status == 0)

@@ -273,11 +273,14 @@ int config_load(void)
         config_bad("APP_ENV", app_env, "expected development or production");
     cfg.production = app_env && strcmp(app_env, "production") == 0;
     cfg.database_url = env_dup("DATABASE_URL", NULL);
-    /* libpq checks the rest (several hosts, a socket directory, parameters); the scheme tells a
-     * URL from a value pasted into the wrong variable. */
+    /* libpq checks the rest (several hosts, a socket directory, parameters); the scheme, or
+     * libpq's other spelling (`host=... dbname=...`, which has no scheme but always a `key=`),
+     * tells a connection string from a value pasted into the wrong variable. */
     if (cfg.database_url && strncmp(cfg.database_url, "postgres://", 11) != 0 &&
-        strncmp(cfg.database_url, "postgresql://", 13) != 0)
-        config_bad("DATABASE_URL", NULL, "expected postgres:// or postgresql://");
+        strncmp(cfg.database_url, "postgresql://", 13) != 0 &&
+        (strstr(cfg.database_url, "://") || !strchr(cfg.database_url, '=')))
+        config_bad("DATABASE_URL", NULL,
+                   "expected postgres://, postgresql:// or libpq's key=value form");
     cfg.db_pool_size = config_int("DATABASE_POOL_SIZE", 8, 1, 512);
     cfg.redis_url = env_dup("REDIS_URL", NULL);
     check_redis_url(cfg.redis_url);
@@ -342,13 +345,23 @@ int config_load(void)
     }
     /* SETUP_TOKEN opens the HTTP first-run (routes/setup.c), and a wrong guess costs nothing
      * (403 before the limiter): production refuses one short enough to guess. Not shown. */
-    const char *setup_token = env("SETUP_TOKEN");
-    if (cfg.production && setup_token && strlen(setup_token) < CONFIG_SETUP_TOKEN_MIN) {
-        char why[96];
-        snprintf(why, sizeof(why), "needs at least %d characters in production",
-                 CONFIG_SETUP_TOKEN_MIN);
-        config_bad("SETUP_TOKEN", NULL, why);
+    /* METRICS_TOKEN alike: a wrong bearer token answers 401 with no limiter in front. */
+    static const char *const guessable[] = {"SETUP_TOKEN", "METRICS_TOKEN"};
+    for (size_t i = 0; i < sizeof(guessable) / sizeof(guessable[0]); i++) {
+        const char *token = env(guessable[i]);
+        if (cfg.production && token && strlen(token) < CONFIG_SETUP_TOKEN_MIN) {
+            char why[96];
+            snprintf(why, sizeof(why), "needs at least %d characters in production",
+                     CONFIG_SETUP_TOKEN_MIN);
+            config_bad(guessable[i], NULL, why);
+        }
     }
+    /* METRICS_PORT answers without a token: on an address other hosts reach, to all of them. */
+    if (cfg.metrics_port &&
+        (strcmp(cfg.metrics_host, "0.0.0.0") == 0 || strcmp(cfg.metrics_host, "::") == 0))
+        log_warn("config: METRICS_HOST=%s serves /metrics without a token on every interface; "
+                 "prefer a private address or a firewall",
+                 cfg.metrics_host);
     cfg.context_cache_ttl_ms = config_int("CONTEXT_CACHE_TTL_MS", 5000, 0, 60000);
     cfg.event_history_max = config_int("EVENT_HISTORY_MAX", 1000, 1, 1000000);
     cfg.event_history_seconds = config_int("EVENT_HISTORY_SECONDS", 600, 1, 86400);

@@ -177,6 +177,20 @@ int netaddr_trusted_load(const char *list)
         log_error("config: TRUSTED_PROXIES: %s", err);
         return -1;
     }
+    /* Wider than any private range (10/8, fc00::/7): such an entry takes in clients, and a
+     * client it takes in can name any address it likes, the limits' keys included. Allowed
+     * (a proxy may sit anywhere), but said at start. */
+    for (size_t i = 0; i < trusted_list.n; i++) {
+        const netaddr_cidr_t *c = &trusted_list.v[i];
+        bool v4 = c->bits >= 96 && is_v4(&c->net);
+        if (v4 ? c->bits < 96 + 8 : c->bits < 7) {
+            char text[NETADDR_TEXT_MAX];
+            netaddr_format(&c->net, text, sizeof(text));
+            log_warn("config: TRUSTED_PROXIES entry %s/%u is wider than any private network: "
+                     "every client inside it can choose the address coachd limits and logs",
+                     text, v4 ? c->bits - 96 : c->bits);
+        }
+    }
     return 0;
 }
 

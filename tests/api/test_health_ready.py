@@ -96,9 +96,41 @@ def test_ready_needs_the_migrations():
         assert probe(base, "/api/health/ready") == (200, OK)
         newest = psql_at(url, "SELECT max(version) FROM schema_migrations")[0][0]
         psql_at(url, "DELETE FROM schema_migrations WHERE version = '%s'" % newest)
-        assert probe(base, "/api/health/ready") == (503, DOWN)
+        # A worker reuses its last answer for up to a second (the test below).
+        wait_until(lambda: probe(base, "/api/health/ready") == (503, DOWN), timeout=5,
+                   what="ready 503 without the newest migration")
         psql_at(url, "INSERT INTO schema_migrations (version) VALUES ('%s')" % newest)
+        wait_until(lambda: probe(base, "/api/health/ready") == (200, OK), timeout=5,
+                   what="ready 200 with every migration")
+
+
+def test_a_flood_of_polls_costs_one_statement_at_a_time():
+    """Readiness is public and not rate-limited, and its statement goes ahead of queued ones: a
+    flood of polls must not put one statement each in front of real traffic. With the check's
+    table locked, the check in flight waits; every other poll meanwhile gets the last answer at
+    once instead of queueing a statement of its own behind the lock."""
+    with temp_database() as url, second_coachd(DATABASE_URL=url, WORKERS=1) as base:
         assert probe(base, "/api/health/ready") == (200, OK)
+        time.sleep(1.2)  # the last answer is no longer reused by time alone
+        locker = subprocess.Popen(
+            ["psql", url, "-v", "ON_ERROR_STOP=1", "-c",
+             "BEGIN; LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)  # the lock is held
+            first = {}
+            t = threading.Thread(target=lambda: first.update(r=probe(base, "/api/health/ready")))
+            t.start()
+            time.sleep(0.3)  # the first poll's statement waits on the lock
+            t0 = time.monotonic()
+            answers = [probe(base, "/api/health/ready") for _ in range(20)]
+            took = time.monotonic() - t0
+            assert answers == [(200, OK)] * 20, answers
+            assert took < 2.0, "20 polls took %.1f s: each waited on a statement" % took
+            t.join(timeout=10)
+            assert first.get("r") == (200, OK), first
+        finally:
+            locker.wait(timeout=15)
 
 
 class RefusingSmtp:
@@ -141,16 +173,16 @@ def test_mail_outage_keeps_ready_and_shows_in_health_and_metrics():
                            PUBLIC_URL="http://127.0.0.1:%d" % port,
                            FRONTEND_URL="http://app.example", TRUSTED_ORIGINS="http://app.example",
                            MAIL_DIR=MAIL_DIR, SMTP_URL="smtp://127.0.0.1:%d" % smtp.port,
-                           METRICS_TOKEN="scrape-token") as base:
+                           METRICS_TOKEN="scrape-token-of-32-characters-at-least") as base:
             # Scrapes show the mail check once a probe has answered; they start at most one
             # probe per cache period (30 s) however often Prometheus comes.
-            seen = wait_until(lambda: "mail" in gauges(base, "scrape-token") and
-                              gauges(base, "scrape-token"), timeout=15, what="the mail gauge")
+            seen = wait_until(lambda: "mail" in gauges(base, "scrape-token-of-32-characters-at-least") and
+                              gauges(base, "scrape-token-of-32-characters-at-least"), timeout=15, what="the mail gauge")
             assert seen["mail"] == "0", seen
             assert seen["database"] == "1" and seen["cache"] == "1", seen
             assert seen["storage"] == "1" and seen["video"] == "1", seen
             for _ in range(10):
-                assert gauges(base, "scrape-token")["mail"] == "0"
+                assert gauges(base, "scrape-token-of-32-characters-at-least")["mail"] == "0"
                 time.sleep(0.05)
             # The interface's /api/health: every check counts in production.
             r = Client(base_url=base, source_ip=False).get("/api/health",

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -88,6 +89,7 @@ BAD = [
     ("STORAGE_SECRET", {"APP_ENV": "production", "STORAGE_SECRET": "too-short-for-production"}),
     # Guesses at it are never limited (403 before anything else): a short one is guessable.
     ("SETUP_TOKEN", {"APP_ENV": "production", "SETUP_TOKEN": "letmein-setup"}),
+    ("METRICS_TOKEN", {"APP_ENV": "production", "METRICS_TOKEN": "scrape-me"}),
     ("LOG_LEVEL", {"LOG_LEVEL": "verbose"}),
     ("LOG_FORMAT", {"LOG_FORMAT": "xml"}),
     ("S3_FORCE_PATH_STYLE", {"S3_FORCE_PATH_STYLE": "maybe"}),
@@ -105,7 +107,8 @@ def test_bad_configuration_is_refused_before_any_worker(var, bad):
     assert refusals, "no message naming %s:\n%s" % (var, err[-3000:])
     assert "listening" not in err, err[-3000:]
     assert not answered, "port %d answered" % port
-    if var in ("DATABASE_URL", "REDIS_URL", "SMTP_URL", "S3_ENDPOINT", "PUSH_URL", "SETUP_TOKEN"):
+    if var in ("DATABASE_URL", "REDIS_URL", "SMTP_URL", "S3_ENDPOINT", "PUSH_URL", "SETUP_TOKEN",
+               "METRICS_TOKEN"):
         # A service URL may carry a password, a token is one: the refusal names it without
         # echoing it.
         assert bad[var] not in err
@@ -119,6 +122,19 @@ def test_valid_configuration_of_the_same_variables_starts():
                        TRUSTED_ORIGINS="https://app.example.com, http://[::1]:3000/",
                        S3_ENDPOINT="http://127.0.0.1:9", PUSH_URL="http://127.0.0.1:9/push",
                        S3_FORCE_PATH_STYLE="off", LOG_LEVEL="warning") as base:
+        assert base
+
+
+def test_database_url_in_libpq_key_value_form_starts():
+    """libpq's other spelling of a connection (`host=... port=... dbname=...`) worked before the
+    start-up checks and must go on working: only a value with neither form is refused."""
+    u = urlsplit(os.environ["COACHD_DATABASE_URL"])
+    conninfo = "host=%s port=%s dbname=%s" % (u.hostname, u.port or 5432, u.path.lstrip("/"))
+    if u.username:
+        conninfo += " user=%s" % unquote(u.username)
+    if u.password:
+        conninfo += " password=%s" % unquote(u.password)
+    with second_coachd(DATABASE_URL=conninfo) as base:
         assert base
 
 

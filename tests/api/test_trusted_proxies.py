@@ -287,3 +287,19 @@ def test_malformed_list_stops_start_up(value):
         raise AssertionError("coachd started with TRUSTED_PROXIES=%r" % value) from None
     assert r.returncode == 1, r.stderr
     assert "TRUSTED_PROXIES" in r.stderr, r.stderr
+
+
+def test_entries_wider_than_private_networks_are_warned_of():
+    """An entry wider than any private network takes in clients, who can then choose the
+    address coachd limits and logs: start-up says so (and still accepts it). The start is
+    stopped right after the configuration by an APP_ENV it refuses, so nothing listens."""
+    env = dict(os.environ)
+    env.update(TRUSTED_PROXIES="0.0.0.0/0, ::/0, 10.0.0.0/8, fc00::/7, 127.0.0.1",
+               APP_ENV="staging", PORT=str(free_port()), HOST="127.0.0.1")
+    binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
+    r = subprocess.run([binary, "serve"], env=env, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 1, r.stderr
+    warned = [l for l in r.stderr.splitlines() if "wider than any private network" in l]
+    assert len(warned) == 2, r.stderr
+    assert "0.0.0.0/0" in warned[0] and "::/0" in warned[1], warned
+    assert "TRUSTED_PROXIES" not in r.stderr.replace(warned[0], "").replace(warned[1], ""), r.stderr
