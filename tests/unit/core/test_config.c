@@ -49,7 +49,8 @@ static void refusals(void **s)
         {"REDIS_URL", "rediss://localhost:6379"},
         {"REDIS_URL", "redis://localhost:6379/x"},
         {"REDIS_URL", "redis://localhost:99999"},
-        {"DATABASE_URL", "dbname=coachd"},
+        {"DATABASE_URL", "db.internal:5432/coachd"},
+        {"DATABASE_URL", "mysql://u@db.internal/coachd"},
         {"SMTP_URL", "smtp://"},
         {"PUBLIC_URL", "https://"},
         {"PUBLIC_URL", "http://api.example.com/a b"},
@@ -75,6 +76,8 @@ static void refusals(void **s)
     /* The well-formed spellings pass. */
     setenv("REDIS_URL", "redis://:p%40ss@[::1]:6380/2", 1);
     setenv("DATABASE_URL", "postgres://u@db.internal/coachd?sslmode=require", 1);
+    assert_int_equal(config_load(), 0);
+    setenv("DATABASE_URL", "host=/run/postgresql dbname=coachd", 1); /* libpq's other form */
     setenv("SMTP_URL", "smtps://user:pw@mail.example.com:465", 1);
     setenv("TRUSTED_ORIGINS", "https://a.example/, http://127.0.0.1:3000", 1);
     setenv("SHUTDOWN_GRACE_SECONDS", "0", 1);
