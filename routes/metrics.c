@@ -196,6 +196,27 @@ static double summed(const metrics_view_t *v, int i)
     return s;
 }
 
+/* Per-worker gauges rendered alike, with a worker="<slot>" label each. */
+static const struct {
+    const char *name, *help;
+    int value; /* V_* */
+} worker_gauges[] = {
+    {"coachd_replay_pending_bytes",
+     "History being replayed to streams (Last-Event-ID) held by the worker: encoded entries not "
+     "yet flushed to every stream they go to; at most REPLAY_MEMORY_MAX.",
+     V_REPLAY_PENDING},
+    {"coachd_replay_reserved_bytes", "Memory reserved by history reads in flight.",
+     V_REPLAY_RESERVED},
+    {"coachd_replay_held_bytes",
+     "Live events held by streams while they replay history (each stream's share).", V_REPLAY_HELD},
+    {"coachd_replay_waiting_streams",
+     "Streams whose next history read waits for memory under REPLAY_MEMORY_MAX.", V_REPLAY_WAITING},
+    {"coachd_http_connections", "Open HTTP connections on the worker.", V_CONNECTIONS},
+    {"coachd_offload_running", "Jobs (password hashing, image work) on the worker's thread pool.",
+     V_OFFLOAD_RUNNING},
+    {"coachd_offload_queued", "Jobs waiting for the worker's thread pool.", V_OFFLOAD_QUEUED},
+};
+
 static void counter(buf_t *b, const metrics_view_t *v, const char *name, const char *help, int i)
 {
     head(b, name, help, "counter");
@@ -255,25 +276,8 @@ static void on_outbox(http_req_t *req, db_result_t *r)
                "Longest fan-out of one live event on the worker.", V_FANOUT_MAX);
     counter(&b, v, "coachd_stream_deliveries_total", "Live events written to streams.",
             V_DELIVERIES);
-    per_worker(&b, v, "coachd_replay_pending_bytes",
-               "History being replayed to streams (Last-Event-ID) held by the worker: encoded "
-               "entries not yet flushed to every stream they go to; at most REPLAY_MEMORY_MAX.",
-               V_REPLAY_PENDING);
-    per_worker(&b, v, "coachd_replay_reserved_bytes", "Memory reserved by history reads in flight.",
-               V_REPLAY_RESERVED);
-    per_worker(&b, v, "coachd_replay_held_bytes",
-               "Live events held by streams while they replay history (each stream's share).",
-               V_REPLAY_HELD);
-    per_worker(&b, v, "coachd_replay_waiting_streams",
-               "Streams whose next history read waits for memory under REPLAY_MEMORY_MAX.",
-               V_REPLAY_WAITING);
-    per_worker(&b, v, "coachd_http_connections", "Open HTTP connections on the worker.",
-               V_CONNECTIONS);
-    per_worker(&b, v, "coachd_offload_running",
-               "Jobs (password hashing, image work) on the worker's thread pool.",
-               V_OFFLOAD_RUNNING);
-    per_worker(&b, v, "coachd_offload_queued", "Jobs waiting for the worker's thread pool.",
-               V_OFFLOAD_QUEUED);
+    for (size_t i = 0; i < sizeof(worker_gauges) / sizeof(worker_gauges[0]); i++)
+        per_worker(&b, v, worker_gauges[i].name, worker_gauges[i].help, worker_gauges[i].value);
 
     /* The supervisor counts; the newest worker was forked with its latest count. */
     double restarts = 0;

@@ -105,6 +105,14 @@ def test_killed_worker_is_replaced_within_a_second():
 def test_ctrl_c_to_the_process_group_drains_and_exits_0():
     """SIGINT reaches the supervisor and the workers at once (Ctrl-C): nobody is restarted and
     the exit status is 0."""
+    rc, text = _serve_then(lambda pid: os.killpg(pid, signal.SIGINT))
+    assert rc == 0, text[-3000:]
+    assert "restarting" not in text
+
+
+def _serve_then(stop):
+    """Starts a WORKERS=2 coachd in a process group of its own, calls stop(its pid) once it
+    answers, and returns its exit status and log."""
     env = dict(os.environ)
     for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
         if os.environ.get("COACHD_" + var):
@@ -117,16 +125,14 @@ def test_ctrl_c_to_the_process_group_drains_and_exits_0():
         try:
             base = "http://127.0.0.1:%s" % env["PORT"]
             wait_until(lambda: _answers(base), timeout=20, what="coachd answering")
-            os.killpg(proc.pid, signal.SIGINT)
+            stop(proc.pid)
             rc = proc.wait(timeout=15)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
         log.seek(0)
-        text = log.read().decode("utf-8", "replace")
-    assert rc == 0, text[-3000:]
-    assert "restarting" not in text
+        return rc, log.read().decode("utf-8", "replace")
 
 
 def test_signals_during_the_drain_never_kill_a_worker():
@@ -134,32 +140,16 @@ def test_signals_during_the_drain_never_kill_a_worker():
     puts back the default action) before SIG_IGN replaced them, and a forwarded SIGTERM in that
     moment killed the worker (exit by signal: status 1). A burst of signals right after the first
     one aims at that moment, several times."""
-    env = dict(os.environ)
-    for var in ("DATABASE_URL", "REDIS_URL", "MAIL_DIR", "CLIENT_KEY"):
-        if os.environ.get("COACHD_" + var):
-            env.setdefault(var, os.environ["COACHD_" + var])
-    binary = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
-    for _ in range(6):
-        env.update(PORT=str(free_port()), HOST="127.0.0.1", WORKERS="2")
-        with tempfile.TemporaryFile() as log:
-            proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.DEVNULL,
-                                    stderr=log, start_new_session=True)
+    def burst(pid):
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
             try:
-                base = "http://127.0.0.1:%s" % env["PORT"]
-                wait_until(lambda: _answers(base), timeout=20, what="coachd answering")
-                end = time.monotonic() + 0.3
-                while time.monotonic() < end:
-                    try:
-                        os.killpg(proc.pid, signal.SIGTERM)
-                    except ProcessLookupError:
-                        break
-                rc = proc.wait(timeout=15)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-            log.seek(0)
-            text = log.read().decode("utf-8", "replace")
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                break
+
+    for _ in range(6):
+        rc, text = _serve_then(burst)
         assert rc == 0, text[-3000:]
         assert "killed by signal" not in text, text[-3000:]
 
