@@ -17,11 +17,19 @@ from helpers import (MAIL_DIR, REDIS_URL, Client, free_port, psql_at, second_coa
 
 OK = {"status": "ok"}
 DOWN = {"status": "unavailable"}
+SCRAPE_TOKEN = "scrape-token-of-32-characters-at-least"  # production refuses a shorter one
 
 
 def probe(base, path):
     r = Client(base_url=base, source_ip=False).get(path, timeout=5)
     return r.status_code, r.json()
+
+
+def wait_until_ready(base):
+    """A worker answers before its database and Redis connections are up (slower under the
+    sanitizers), and is not ready until they are: that is what readiness is for."""
+    wait_until(lambda: probe(base, "/api/health/ready") == (200, OK), timeout=15,
+               what="ready 200 once the connections are up")
 
 
 def test_live_and_ready_need_no_client_key():
@@ -93,7 +101,7 @@ def test_ready_follows_redis(private_redis):
 
 def test_ready_needs_the_migrations():
     with temp_database() as url, second_coachd(DATABASE_URL=url) as base:
-        assert probe(base, "/api/health/ready") == (200, OK)
+        wait_until_ready(base)
         newest = psql_at(url, "SELECT max(version) FROM schema_migrations")[0][0]
         psql_at(url, "DELETE FROM schema_migrations WHERE version = '%s'" % newest)
         # A worker reuses its last answer for up to a second (the test below).
@@ -110,7 +118,7 @@ def test_a_flood_of_polls_costs_one_statement_at_a_time():
     table locked, the check in flight waits; every other poll meanwhile gets the last answer at
     once instead of queueing a statement of its own behind the lock."""
     with temp_database() as url, second_coachd(DATABASE_URL=url, WORKERS=1) as base:
-        assert probe(base, "/api/health/ready") == (200, OK)
+        wait_until_ready(base)
         time.sleep(1.2)  # the last answer is no longer reused by time alone
         locker = subprocess.Popen(
             ["psql", url, "-v", "ON_ERROR_STOP=1", "-c",
@@ -173,16 +181,16 @@ def test_mail_outage_keeps_ready_and_shows_in_health_and_metrics():
                            PUBLIC_URL="http://127.0.0.1:%d" % port,
                            FRONTEND_URL="http://app.example", TRUSTED_ORIGINS="http://app.example",
                            MAIL_DIR=MAIL_DIR, SMTP_URL="smtp://127.0.0.1:%d" % smtp.port,
-                           METRICS_TOKEN="scrape-token-of-32-characters-at-least") as base:
+                           METRICS_TOKEN=SCRAPE_TOKEN) as base:
             # Scrapes show the mail check once a probe has answered; they start at most one
             # probe per cache period (30 s) however often Prometheus comes.
-            seen = wait_until(lambda: "mail" in gauges(base, "scrape-token-of-32-characters-at-least") and
-                              gauges(base, "scrape-token-of-32-characters-at-least"), timeout=15, what="the mail gauge")
+            seen = wait_until(lambda: "mail" in gauges(base, SCRAPE_TOKEN) and
+                              gauges(base, SCRAPE_TOKEN), timeout=15, what="the mail gauge")
             assert seen["mail"] == "0", seen
             assert seen["database"] == "1" and seen["cache"] == "1", seen
             assert seen["storage"] == "1" and seen["video"] == "1", seen
             for _ in range(10):
-                assert gauges(base, "scrape-token-of-32-characters-at-least")["mail"] == "0"
+                assert gauges(base, SCRAPE_TOKEN)["mail"] == "0"
                 time.sleep(0.05)
             # The interface's /api/health: every check counts in production.
             r = Client(base_url=base, source_ip=False).get("/api/health",
@@ -205,6 +213,7 @@ def test_probes_are_not_rate_limited():
     with second_coachd(RATE_LIMITER_ENABLED="true", RATE_LIMITER_POINTS=3,
                        RATE_LIMITER_DURATION=60, REDIS_URL=REDIS_URL.rsplit("/", 1)[0] + "/8"
                        ) as base:
+        wait_until_ready(base)
         c = Client(base_url=base)
         for _ in range(10):
             assert c.get("/api/health/ready").status_code == 200
