@@ -526,7 +526,12 @@ def live_checks(tmp, env, storage_dir, logdir):
     r = anon.get(BASE + "/api/health/live")
     check("F1 health", "GET /api/health/live through nginx, no client key: 200", r.status_code == 200,
           "%d %s" % (r.status_code, r.text[:200]))
-    r = anon.get(BASE + "/api/health/ready")
+    # As a balancer does: a worker answers before its database and Redis connections are up,
+    # and is not ready until they are.
+    def ready_answer():
+        answer = anon.get(BASE + "/api/health/ready")
+        return answer if answer.status_code == 200 else None
+    r = wait_for(ready_answer, 15) or anon.get(BASE + "/api/health/ready")
     check("F1 health", "GET /api/health/ready through nginx, no client key: 200 {\"status\":\"ok\"}",
           r.status_code == 200 and r.headers.get("Content-Type", "").startswith("application/json")
           and r.json().get("status") == "ok", "%d %s" % (r.status_code, r.text[:200]))
