@@ -123,6 +123,20 @@ def test_metrics_count_replaced_workers():
         s = parse(requests.get(base + "/metrics", headers=h, timeout=10).text)[0]
         return int(s["coachd_worker_pid"][0][1]), s["coachd_worker_restarts_total"][0][1]
 
+    def kill_and_scrape_replacement(base, pid):
+        """SIGKILLs worker pid and returns the first scrape answered by another worker."""
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                now = scrape(base)
+                if now[0] != pid:
+                    return now
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "no replacement of worker %d within 15 s" % pid
+            time.sleep(0.1)
+
     with second_coachd(METRICS_TOKEN=TOKEN, allow_worker_death=True) as base:
         pid, restarts = scrape(base)
         assert restarts == 0
@@ -134,29 +148,9 @@ def test_metrics_count_replaced_workers():
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         with open("/proc/%d/cmdline" % ppid, "rb") as f:
             assert f.read().split(b"\0")[0].endswith(b"coachd"), ppid
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                now = scrape(base)
-                if now[0] != pid:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "no replacement worker within 15 s"
-            time.sleep(0.1)
+        now = kill_and_scrape_replacement(base, pid)
         assert now[1] == 1, now
         assert os.path.exists("/proc/%d" % now[0])
         # The count is the supervisor's: it grows with each replacement.
-        os.kill(now[0], signal.SIGKILL)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                again = scrape(base)
-                if again[0] != now[0]:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert time.monotonic() < deadline, "no second replacement within 15 s"
-            time.sleep(0.1)
+        again = kill_and_scrape_replacement(base, now[0])
         assert again[1] == 2, again
