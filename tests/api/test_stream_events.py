@@ -7,14 +7,24 @@ import time
 import uuid
 
 import pytest
+import requests
 
 from chat_fixtures import Chat
 from helpers import SSEStream, sign_up
 from ment_fixtures import make_session
 from stream_check import branch, validate
-from test_chat_attachments import upload
 
 HEART = "\u2764\ufe0f"
+
+
+def upload(client, data, filename, mime="text/plain"):
+    """presign + PUT + register; returns the file id."""
+    p = client.post_json("/api/files/presign", {"filename": filename, "mimeType": mime,
+                                                "sizeBytes": len(data)})["data"]
+    assert requests.put(p["presignedUrl"], data=data, headers=p["uploadHeaders"]).ok
+    return client.post_json("/api/files/register", {
+        "storageKey": p["storageKey"], "filename": filename, "mimeType": mime,
+        "sizeBytes": len(data)}, expect=201)["data"]["fileId"]
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +127,7 @@ def test_a_drifted_event_fails(events):
     assert caught >= 60, caught
 
 
-def test_injected_events_are_not_the_servers(events):
+def test_injected_events_are_not_the_servers():
     """Events a test publishes itself (publish_event) are left alone: their data is the test's."""
     from helpers import publish_event
     c, u = sign_up()
