@@ -35,9 +35,10 @@ static const char page_csp[] =
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src blob:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-/* The page without the renderer has neither script nor style. */
-static const char fallback_csp[] =
-    "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/* The page without the renderer has neither script nor style (its icon is an empty data: URL,
+ * so a browser asks for no /favicon.ico). */
+static const char fallback_csp[] = "default-src 'none'; img-src data:; base-uri 'none'; "
+                                   "form-action 'none'; frame-ancestors 'none'";
 
 static const char fallback_page[] =
     "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
