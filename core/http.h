@@ -188,7 +188,8 @@ static inline const char *http_req_param(const http_req_t *req, int i)
     return i < req->nparams ? req->params[i] : NULL;
 }
 
-/* Adds a response header; name and value are copied into the arena. */
+/* Adds a response header; name and value are copied into the arena. A Cache-Control set here
+ * replaces the default "Cache-Control: no-store" of every non-streamed answer. */
 void http_res_header(http_req_t *req, const char *name, const char *value);
 
 /* Replies. body must stay valid until the request is freed (arena, static or owned). */
