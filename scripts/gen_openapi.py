@@ -269,21 +269,6 @@ DETAILS = {
         "responses": ok({"type": "object", "required": ["openapi", "paths"],
                          "properties": {"openapi": {"type": "string"},
                                         "paths": {"type": "object"}}})},
-    ("get", "/api/docs"): {
-        "summary": "The API reference: an HTML page that renders this document in the browser "
-                   "(Redoc, served by /api/docs/{bundle}); a short page linking to this document "
-                   "when the binary was built without the renderer",
-        "responses": {"200": {"description": "HTML page (Content-Security-Policy: this origin "
-                                             "only)",
-                              "content": {"text/html": {"schema": {"type": "string"}}}}}},
-    ("get", "/api/docs/:bundle"): {
-        "summary": "The reference page's renderer script, named by its content hash "
-                   "(redoc.<hash>.js, as the page links it): cached as immutable, gzipped when "
-                   "accepted; 304 for a matching If-None-Match",
-        "responses": {"200": {"description": "JavaScript",
-                              "content": {"application/javascript": {
-                                  "schema": {"type": "string"}}}},
-                      "304": {"description": "Not modified"}}},
 }
 
 ERROR_STATUSES = {
