@@ -374,6 +374,14 @@ def test_presign_field_errors_carry_details(org):
     assert details_fields(r) == {"mimeType"}
 
 
+@CONSISTENCY
+@pytest.mark.parametrize("path", ["/api/mentorships", "/api/sessions"])
+def test_every_failing_query_field_at_once(org, path):
+    """docs/api.md "Field errors": all failing fields in one answer, paging and filters alike."""
+    r = org.client("Manager").get(path, params={"limit": "0", "status": "gone"})
+    assert details_fields(r) == {"limit", "status"}
+
+
 # ---- Query parameters of every list ------------------------------------------------------------
 
 
