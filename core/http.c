@@ -47,7 +47,7 @@
 #define HEAD_TIMEOUT_MS 30000
 #define BODY_TIMEOUT_MS 30000
 #define WRITE_TIMEOUT_MS 60000
-/* Lingering close (DECISIONS.md "Limits"): after answering a request whose body was not read,
+/* Lingering close (docs/api.md "Limits"): after answering a request whose body was not read,
  * read and discard up to this much for up to this long, so the client sees the answer, not a
  * reset. */
 #define LINGER_MAX_BYTES (16u * 1024 * 1024)

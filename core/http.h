@@ -201,7 +201,7 @@ void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t
 void http_reply_json(http_req_t *req, int status, const char *json);
 void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len);
 void http_reply_empty(http_req_t *req, int status);
-/* The error shape of DECISIONS.md: {"error":{"code","message"}}. */
+/* The error shape of docs/api.md: {"error":{"code","message"}}. */
 void http_reply_error(http_req_t *req, int status, const char *code, const char *message);
 /* details_json: a JSON array text for "details" (validation failures), or NULL. */
 void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,
