@@ -111,6 +111,7 @@ GATE_TABLE = [
     ("PUT", "/api/files/local", PUBLIC),
     ("GET", "/api/openapi.json", 200),
     ("GET", "/api/docs", PUBLIC),
+    ("GET", "/api/docs/{bundle}", PUBLIC),
     ("GET", "/metrics", PUBLIC),
     # session routes exempt from the gate
     ("GET", "/api/auth/session", 200),
@@ -205,7 +206,8 @@ def test_invite_gate_table():
         {"email": u["email"], "roleInOrganization": "Teacher"}, expect=201)
     values = {"self": u["id"], "id": ZERO, "userId": u["id"], "mentorshipId": ZERO,
               "fileId": ZERO, "msgId": ZERO, "objectId": ZERO, "objectType": "mentorship",
-              "emoji": "%F0%9F%91%8D", "token": "unknown-token"}
+              "emoji": "%F0%9F%91%8D", "token": "unknown-token",
+              "bundle": "redoc.0000000000000000.js"}
     wrong = []
     for method, pattern, expected in GATE_TABLE:
         path = pattern.format(**values)
