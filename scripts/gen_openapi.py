@@ -6,6 +6,7 @@ errors, and the component schemas it owns; routes/README.md, "The contract", has
 
     scripts/gen_openapi.py           rewrite docs/openapi.json
     scripts/gen_openapi.py --check   exit 1 when docs/openapi.json is not what it would write
+    scripts/gen_openapi.py --stats   how much of the document is described (and what is not)
 
 Run it after adding a route or changing a contract file; the API tests fail while the document
 is stale, and this script fails while a route has no operation or an operation no route."""
@@ -114,7 +115,7 @@ def event(names, data, desc):
 
 STREAM_EVENT = {"oneOf": [
     event(["chat-message", "chat-message-updated"], {"type": "object"},
-          "A chat message (INTERFACE.md ChatMessage)"),
+          "A chat message (docs/api.md, \"Chat\")"),
     event(["chat-message-deleted", "chat-reaction-added", "chat-reaction-removed"],
           {"type": "object"}, "A chat change"),
     event(["session-update"], {"type": "object", "required": ["action", "mentorshipId"],
@@ -523,12 +524,50 @@ def build():
     }
 
 
+def free_form(schema, comps, seen=()):
+    """True when a schema accepts any JSON (no type, ref, composition, const or enum)."""
+    if not isinstance(schema, dict):
+        return True
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return name not in seen and free_form(comps.get(name), comps, seen + (name,))
+    return not any(k in schema for k in ("type", "oneOf", "anyOf", "allOf", "const", "enum"))
+
+
+def stats(doc):
+    comps = doc["components"]["schemas"]
+    ops = bodies = answers = 0
+    loose = []
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            ops += 1
+            where = "%s %s" % (method.upper(), path)
+            for mt, m in op.get("requestBody", {}).get("content", {}).items():
+                bodies += 1
+                if free_form(m.get("schema"), comps):
+                    loose.append("%s request %s" % (where, mt))
+            for status, r in op["responses"].items():
+                if not status.startswith("2") and not status.startswith("3"):
+                    continue
+                answers += 1
+                for mt, m in r.get("content", {}).items():
+                    if free_form(m.get("schema"), comps):
+                        loose.append("%s %s %s" % (where, status, mt))
+    print("%d operations, %d request bodies, %d success answers; %d free-form schemas"
+          % (ops, bodies, answers, len(loose)))
+    for line in loose:
+        print("  free-form: " + line)
+
+
 def main():
     try:
         doc = build()
     except ContractError as e:
         print("gen_openapi: %s" % e, file=sys.stderr)
         return 1
+    if "--stats" in sys.argv:
+        stats(doc)
+        return 0
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if "--check" in sys.argv:
         if open(OUT, encoding="utf-8").read() != text:
