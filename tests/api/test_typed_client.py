@@ -5,9 +5,12 @@ chat -> file, ts/walk.mts) against this server. Every answer and every request b
 sends is validated against the same document at run time (ts/contract.mts), so drift between the
 document and the server fails here: a field renamed or dropped in the document fails tsc, an
 answer that does not match it fails the walk."""
+import json
 import os
 import subprocess
 import time
+
+import pytest
 
 from helpers import ROOT, loopback_ip
 from orgs import make_platform_admin
@@ -15,31 +18,101 @@ from orgs import make_platform_admin
 HERE = os.path.dirname(os.path.abspath(__file__))
 TS = os.path.join(HERE, "ts")
 BIN = os.path.join(HERE, "node_modules", ".bin")
-DOC = os.environ.get("COACHD_TYPED_CLIENT_DOC", os.path.join(ROOT, "docs", "openapi.json"))
+DOC = os.path.join(ROOT, "docs", "openapi.json")
 
 
-def run(cmd, what, timeout=180, **kw):
+def run(cmd, what, timeout=180, env=None):
+    """Runs cmd in tests/api; returns (exit status, stdout + stderr)."""
     t = time.monotonic()
-    r = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, timeout=timeout, **kw)
-    out = (r.stdout + r.stderr).strip()
-    assert r.returncode == 0, "%s failed (exit %d):\n%s" % (what, r.returncode, out[-8000:])
-    print("%s: %.1f s" % (what, time.monotonic() - t))
+    r = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, timeout=timeout, env=env)
+    print("%s: exit %d in %.1f s" % (what, r.returncode, time.monotonic() - t))
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def must(result, what):
+    rc, out = result
+    assert rc == 0, "%s failed (exit %d):\n%s" % (what, rc, out[-8000:])
     return out
 
 
-def test_typed_client_walk():
-    # The types are always those of the current document: generated on every run, never kept.
+@pytest.fixture(scope="module")
+def walk_js():
+    """Generates the types from the current document (never kept: ts/generated is ignored) and
+    compiles the walk with tsc, which emits nothing when it does not type-check."""
     os.makedirs(os.path.join(TS, "generated"), exist_ok=True)
-    run([os.path.join(BIN, "openapi-typescript"), DOC, "-o",
-         os.path.join(TS, "generated", "openapi.d.ts")], "openapi-typescript")
-    # tsc checks the walk against them (strict) and emits it only when it type-checks.
-    run([os.path.join(BIN, "tsc"), "-p", os.path.join(TS, "tsconfig.json")], "tsc")
+    must(run([os.path.join(BIN, "openapi-typescript"), DOC, "-o",
+              os.path.join(TS, "generated", "openapi.d.ts")], "openapi-typescript"),
+         "openapi-typescript")
+    must(run([os.path.join(BIN, "tsc"), "-p", os.path.join(TS, "tsconfig.json")], "tsc"), "tsc")
+    return os.path.join(TS, "out", "walk.mjs")
 
+
+def walk(walk_js, doc):
     # POST /api/organizations needs a PlatformAdmin, which only first-run (once per database)
-    # or SQL can make; the walk starts from its session.
+    # or SQL can make: the walk starts from the session of one made here.
     admin, _ = make_platform_admin()
-    env = dict(os.environ, COACHD_OPENAPI=DOC, COACHD_ADMIN_TOKEN=admin.session_token,
+    env = dict(os.environ, COACHD_OPENAPI=doc, COACHD_ADMIN_TOKEN=admin.session_token,
                COACHD_SOURCE_IP=loopback_ip())
-    out = run(["node", os.path.join(TS, "out", "walk.mjs")], "walk", env=env)
+    return run(["node", walk_js], "walk", env=env)
+
+
+def test_typed_client_walk(walk_js):
+    out = must(walk(walk_js, DOC), "the walk")
     print(out)
     assert "walk done" in out, out
+
+
+# ---- the run-time check bites ---------------------------------------------------------------
+
+
+def follow(doc, node):
+    """node, or what its $ref chain points at in doc."""
+    while isinstance(node, dict) and "$ref" in node:
+        target = doc
+        for key in node["$ref"].lstrip("#").strip("/").split("/"):
+            target = target[key.replace("~1", "/").replace("~0", "~")]
+        node = target
+    return node
+
+
+def json_schema(doc, op, status=None):
+    """The JSON schema of op's answer `status`, or of its request body (status None)."""
+    part = op["requestBody"] if status is None else op["responses"][str(status)]
+    return follow(doc, follow(doc, part)["content"]["application/json"]["schema"])
+
+
+def answer_requires_more(doc):
+    """presign's answer must carry a field the server does not send."""
+    data = follow(doc, json_schema(doc, doc["paths"]["/api/files/presign"]["post"], 200)
+                  ["properties"]["data"])
+    data["properties"]["expiresAt"] = {"type": "string", "format": "date-time"}
+    data["required"].append("expiresAt")
+    return "must have required property 'expiresAt'"
+
+
+def status_undocumented(doc):
+    """Creating a mentorship answers 201, which the document no longer lists."""
+    del doc["paths"]["/api/mentorships"]["post"]["responses"]["201"]
+    return "POST /api/mentorships: answered 201, which the document does not list"
+
+
+def request_field_unknown(doc):
+    """sign-up's request no longer documents `name`, which the walk sends."""
+    body = json_schema(doc, doc["paths"]["/api/auth/sign-up/email"]["post"])
+    del body["properties"]["name"]
+    body["required"].remove("name")
+    return "the request body does not match the document"
+
+
+@pytest.mark.parametrize("mutate", [answer_requires_more, status_undocumented,
+                                    request_field_unknown])
+def test_typed_client_walk_fails_on_drift(walk_js, mutate, tmp_path):
+    """The same walk, checked against a copy of the document that no longer matches the server
+    in one way, must fail and say where."""
+    with open(DOC) as f:
+        doc = json.load(f)
+    expected = mutate(doc)
+    path = tmp_path / "openapi.json"
+    path.write_text(json.dumps(doc))
+    rc, out = walk(walk_js, str(path))
+    assert rc != 0 and expected in out, out[-4000:]

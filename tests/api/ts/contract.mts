@@ -141,11 +141,16 @@ export class Contract {
     this.seen.add(`${name} ${status}`);
     const media = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
     const content = res.node.content;
-    if (!isObject(content) || body === "") {
-      if (body !== "" && media === "application/json") {
-        throw new ContractError(`${name} ${status}: a JSON body the document does not describe`);
+    if (!isObject(content)) {
+      if (body !== "") {
+        throw new ContractError(`${name} ${status}: a body the document does not describe: ` +
+          body.slice(0, 500));
       }
       return;
+    }
+    if (body === "") {
+      throw new ContractError(`${name} ${status}: no body, the document describes ` +
+        Object.keys(content).join(", "));
     }
     if (!(media in content)) {
       throw new ContractError(`${name} ${status}: Content-Type ${contentType}, the document ` +
