@@ -118,7 +118,7 @@ async function main(): Promise<void> {
   check(accepted.data.status === "accepted" && accepted.data.organizationId === org.data.id,
     "the coach's invite accepted");
 
-  step("invite: the teacher resolves the mailed token, then accepts");
+  step("invite: the teacher resolves the invite token (anonymous), then accepts");
   const info = known(expectOk("resolve token", await anonymous.api.GET("/api/invites/{token}", {
     params: { path: { token: teacherInvite.data.inviteToken } },
   }), 200), data(InviteInfo));
