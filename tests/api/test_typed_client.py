@@ -116,8 +116,23 @@ def request_field_unknown(doc):
     return "the request body does not match the document"
 
 
+def event_requires_more(doc):
+    """A chat-message event must carry a field the server does not send."""
+    stream = doc["paths"]["/api/events/mentorships/{mentorshipId}/events"]["get"]
+    media = follow(doc, stream["responses"]["200"])["content"]["text/event-stream"]
+    item = follow(doc, media.get("x-itemSchema") or media["schema"]["contentSchema"])
+    for member in (follow(doc, m) for m in item["oneOf"]):
+        event = member["properties"]["event"]
+        if "chat-message" in event.get("enum", [event.get("const")]):
+            data = follow(doc, member["properties"]["data"])
+            data.setdefault("properties", {})["notSent"] = {"type": "string"}
+            data["required"] = data.get("required", []) + ["notSent"]
+            return "an event that does not match the document"
+    raise AssertionError("no chat-message event in the document")
+
+
 @pytest.mark.parametrize("mutate", [answer_requires_more, status_undocumented,
-                                    request_field_unknown])
+                                    request_field_unknown, event_requires_more])
 def test_typed_client_walk_fails_on_drift(walk_js, mutate, tmp_path):
     """The same walk, checked against a copy of the document that no longer matches the server
     in one way, must fail and say where."""

@@ -33,8 +33,13 @@ function contractMiddleware(contract: Contract, log: (line: string) => void): Mi
     },
     async onResponse({ request, response, schemaPath, id }) {
       const op = contract.operation(request.method, schemaPath);
-      const text = await response.clone().text();
-      contract.checkResponse(op, response.status, response.headers.get("content-type") ?? "", text);
+      const type = response.headers.get("content-type") ?? "";
+      // JSON (and bodiless) answers are read whole; a stream is checked event by event
+      // (streams.mts), file bytes by their media type.
+      const media = type.split(";")[0]?.trim().toLowerCase() ?? "";
+      const text = media === "" || media === "application/json"
+        ? await response.clone().text() : null;
+      contract.checkResponse(op, response.status, type, text);
       const body = bodies.get(id);
       bodies.delete(id);
       if (body !== undefined && response.status >= 200 && response.status < 300) {

@@ -131,20 +131,21 @@ export class Contract {
     return isObject(node) ? { pointer, node } : null;
   }
 
-  checkResponse(op: Operation, status: number, contentType: string, body: string): void {
+  // body: the answer's text, or null when it was not read (a stream, file bytes).
+  checkResponse(op: Operation, status: number, contentType: string, body: string | null): void {
     const name = `${op.method} ${op.template}`;
     const res = this.response(op, status);
     if (!res) {
       throw new ContractError(`${name}: answered ${status}, which the document does not list ` +
-        `for this operation: ${body.slice(0, 500)}`);
+        `for this operation: ${(body ?? contentType).slice(0, 500)}`);
     }
     this.seen.add(`${name} ${status}`);
     const media = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
     const content = res.node.content;
     if (!isObject(content)) {
-      if (body !== "") {
-        throw new ContractError(`${name} ${status}: a body the document does not describe: ` +
-          body.slice(0, 500));
+      if (body === null || body !== "") {
+        throw new ContractError(`${name} ${status}: a body (${contentType}) the document does ` +
+          `not describe: ${(body ?? "").slice(0, 500)}`);
       }
       return;
     }
@@ -156,7 +157,7 @@ export class Contract {
       throw new ContractError(`${name} ${status}: Content-Type ${contentType}, the document ` +
         `lists ${Object.keys(content).join(", ")}`);
     }
-    if (media !== "application/json") return; // streams and file bytes: described by media type
+    if (media !== "application/json" || body === null) return; // described by media type
     const v = this.validator(this.ajv, `${res.pointer}/content/${escape(media)}/schema`);
     let parsed: unknown;
     try {
@@ -167,6 +168,27 @@ export class Contract {
     if (!v(parsed)) {
       throw new ContractError(`${name} ${status}: the answer does not match the document: ` +
         `${Contract.explain(v.errors)}\nbody: ${body.slice(0, 2000)}`);
+    }
+  }
+
+  // One event of a text/event-stream answer ({id, event, data} with data parsed as JSON when it
+  // is JSON), against the schema the document gives for each item of the stream.
+  checkEvent(op: Operation, status: number, event: unknown): void {
+    const res = this.response(op, status);
+    const base = `${res?.pointer ?? op.pointer}/content/text~1event-stream`;
+    const media = lookup(this.doc, base);
+    if (!isObject(media)) {
+      throw new ContractError(`${op.method} ${op.template} ${status}: no text/event-stream answer`);
+    }
+    const schema = isObject(media["x-itemSchema"]) ? `${base}/x-itemSchema`
+      : `${base}/schema/contentSchema`;
+    if (!isObject(lookup(this.doc, schema))) {
+      throw new ContractError(`${op.method} ${op.template}: the document describes no event`);
+    }
+    const v = this.validator(this.ajv, schema);
+    if (!v(event)) {
+      throw new ContractError(`${op.method} ${op.template}: an event that does not match the ` +
+        `document: ${Contract.explain(v.errors)}\nevent: ${JSON.stringify(event).slice(0, 2000)}`);
     }
   }
 

@@ -1,12 +1,17 @@
-// Shapes for answers whose schema in the document is still free-form ({}), whose generated type
-// is therefore `unknown`. `known(value, guard)` has the document's type as soon as the document
-// describes the answer, and the guard's type (checked at run time) only while it does not:
-// the walk reads fields the same way in both cases, and from the day a schema lands tsc checks
-// every field the walk reads against it.
+// Shapes for answers whose schema in the document is still free-form ({} or a bare object),
+// whose generated type is therefore `unknown` (or an object without fields).
+// `known(value, guard)` has the document's type as soon as the document describes the answer,
+// and the guard's type (checked at run time) only while it does not: the walk reads fields the
+// same way in both cases, and from the day a schema lands tsc checks every field the walk reads
+// against it.
 import { ContractError } from "./contract.mjs";
 
 export type Guard<T> = (v: unknown, at: string) => T;
-export type Known<T, F> = unknown extends T ? F : T;
+// Free-form: {} gives `unknown`, {"type": "object"} gives Record<string, never>.
+type FreeForm<T> = unknown extends T ? true
+  : [T] extends [Record<string, never>] ? [Record<string, never>] extends [T] ? true : false
+  : false;
+export type Known<T, F> = FreeForm<T> extends true ? F : T;
 
 export function known<T, F>(value: T, guard: Guard<F>): Known<T, F> {
   guard(value, "answer");

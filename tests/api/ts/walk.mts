@@ -1,7 +1,8 @@
-// The typed client's walk: sign-up -> organization -> invite -> mentorship -> session -> chat ->
-// file against a running coachd, every call through the client generated from docs/openapi.json
-// (tsc checks what the walk sends and reads) and checked against the same document at run time
-// (contract.mts). Run by test_typed_client.py; exits non-zero on the first failure.
+// The typed client's walk: sign-up -> organization -> invite -> mentorship -> session -> chat
+// (and its event) -> file against a running coachd, every call through the client generated
+// from docs/openapi.json (tsc checks what the walk sends and reads) and checked against the
+// same document at run time (contract.mts). Run by test_typed_client.py; exits non-zero on the
+// first failure.
 //
 // Environment: COACHD_URL, COACHD_OPENAPI (the document), COACHD_ADMIN_TOKEN (the session
 // cookie of a PlatformAdmin the test made), COACHD_SOURCE_IP (a loopback address to connect
@@ -11,6 +12,7 @@ import { Agent, setGlobalDispatcher } from "undici";
 import { Contract, ContractError } from "./contract.mjs";
 import { Person, expectOk, undocumentedBody } from "./client.mjs";
 import { arr, bool, data, known, nullable, num, obj, str } from "./shapes.mjs";
+import { EventStream } from "./streams.mjs";
 
 function env(name: string): string {
   const v = process.env[name];
@@ -170,7 +172,9 @@ async function main(): Promise<void> {
     })), 200), data(obj({ status: str })));
   check(confirmed.data.status === "confirmed", "the teacher confirmed");
 
-  step("chat: a message, a reply, the history, unread and the read receipt");
+  step("chat: a message (seen on the teacher's event stream), a reply, the history, unread " +
+    "and the read receipt");
+  const stream = await EventStream.open(teacher, contract, mentorshipId);
   const clientMessageId = randomUUID();
   const first = known(expectOk("post message", await undocumentedBody(contract,
     "POST /api/mentorships/{id}/chat/messages", { body: "Hello from the typed client",
@@ -180,6 +184,10 @@ async function main(): Promise<void> {
     })), 201), data(Message));
   check(first.data.clientMessageId === clientMessageId && first.data.senderId === coachUser.id,
     "the message as sent");
+  const event = await stream.next("chat-message");
+  stream.close();
+  check(event.event === "chat-message" && known(event.data, Message).id === first.data.id &&
+    event.id !== undefined, "the message's event, with its id, on the teacher's stream");
   const reply = known(expectOk("post reply", await undocumentedBody(contract,
     "POST /api/mentorships/{id}/chat/messages", { body: "Hi!", replyToMessageId: first.data.id },
     (fetch) => teacher.api.POST("/api/mentorships/{id}/chat/messages", {
