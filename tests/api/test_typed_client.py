@@ -8,6 +8,7 @@ answer that does not match it fails the walk."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -40,6 +41,7 @@ def must(result, what):
 def walk_js():
     """Generates the types from the current document (never kept: ts/generated is ignored) and
     compiles the walk with tsc, which emits nothing when it does not type-check."""
+    shutil.rmtree(os.path.join(TS, "out"), ignore_errors=True)  # never a walk of an older run
     os.makedirs(os.path.join(TS, "generated"), exist_ok=True)
     must(run([os.path.join(BIN, "openapi-typescript"), DOC, "-o",
               os.path.join(TS, "generated", "openapi.d.ts")], "openapi-typescript"),
