@@ -176,23 +176,22 @@ async function main(): Promise<void> {
     "and the read receipt");
   const stream = await EventStream.open(teacher, contract, mentorshipId);
   const clientMessageId = randomUUID();
-  const first = known(expectOk("post message", await undocumentedBody(contract,
-    "POST /api/mentorships/{id}/chat/messages", { body: "Hello from the typed client",
-      clientMessageId },
-    (fetch) => coach.api.POST("/api/mentorships/{id}/chat/messages", {
-      params: { path: { id: mentorshipId } }, fetch,
-    })), 201), data(Message));
+  const first = known(expectOk("post message",
+    await coach.api.POST("/api/mentorships/{id}/chat/messages", {
+      params: { path: { id: mentorshipId } },
+      body: { body: "Hello from the typed client", clientMessageId },
+    }), 201), data(Message));
   check(first.data.clientMessageId === clientMessageId && first.data.senderId === coachUser.id,
     "the message as sent");
   const event = await stream.next("chat-message");
   stream.close();
   check(event.event === "chat-message" && known(event.data, Message).id === first.data.id &&
     event.id !== undefined, "the message's event, with its id, on the teacher's stream");
-  const reply = known(expectOk("post reply", await undocumentedBody(contract,
-    "POST /api/mentorships/{id}/chat/messages", { body: "Hi!", replyToMessageId: first.data.id },
-    (fetch) => teacher.api.POST("/api/mentorships/{id}/chat/messages", {
-      params: { path: { id: mentorshipId } }, fetch,
-    })), 201), data(Message));
+  const reply = known(expectOk("post reply",
+    await teacher.api.POST("/api/mentorships/{id}/chat/messages", {
+      params: { path: { id: mentorshipId } },
+      body: { body: "Hi!", replyToMessageId: first.data.id },
+    }), 201), data(Message));
   check(reply.data.replyTo !== null && reply.data.replyTo.id === first.data.id,
     "the reply carries its parent's preview");
   const history = known(expectOk("history",
@@ -206,11 +205,9 @@ async function main(): Promise<void> {
   }), 200), Unread);
   check(unread.data.unreadCount === 1 && unread.data.mentorshipId === mentorshipId,
     `one unread message for the coach: ${JSON.stringify(unread)}`);
-  expectOk("read receipt", await undocumentedBody(contract,
-    "PATCH /api/mentorships/{id}/chat/read-receipt", { lastReadMessageId: reply.data.id },
-    (fetch) => coach.api.PATCH("/api/mentorships/{id}/chat/read-receipt", {
-      params: { path: { id: mentorshipId } }, fetch,
-    })), 204);
+  expectOk("read receipt", await coach.api.PATCH("/api/mentorships/{id}/chat/read-receipt", {
+    params: { path: { id: mentorshipId } }, body: { lastReadMessageId: reply.data.id },
+  }), 204);
   const after = known(expectOk("unread after the receipt", await coach.api.GET(
     "/api/mentorships/{id}/chat/unread", { params: { path: { id: mentorshipId } } }), 200), Unread);
   check(after.data.unreadCount === 0, "nothing unread after the receipt");
@@ -225,16 +222,14 @@ async function main(): Promise<void> {
     method: "PUT", body: bytes, headers: { ...presigned.data.uploadHeaders },
   });
   check(put.ok, `PUT to the presigned URL: ${put.status}`);
-  const registered = known(expectOk("register", await undocumentedBody(contract,
-    "POST /api/files/register", { storageKey: presigned.data.storageKey, filename: "walk.txt",
-      mimeType: "text/plain", sizeBytes: bytes.length },
-    (fetch) => coach.api.POST("/api/files/register", { fetch })), 201), data(Registered));
+  const registered = known(expectOk("register", await coach.api.POST("/api/files/register", {
+    body: { storageKey: presigned.data.storageKey, filename: "walk.txt", mimeType: "text/plain",
+      sizeBytes: bytes.length },
+  }), 201), data(Registered));
   const fileId = registered.data.fileId;
-  const attached = known(expectOk("attach", await undocumentedBody(contract,
-    "POST /api/files/{fileId}/attach", { objectType: "mentorship", objectId: mentorshipId },
-    (fetch) => coach.api.POST("/api/files/{fileId}/attach", {
-      params: { path: { fileId } }, fetch,
-    })), 201), data(Attached));
+  const attached = known(expectOk("attach", await coach.api.POST("/api/files/{fileId}/attach", {
+    params: { path: { fileId } }, body: { objectType: "mentorship", objectId: mentorshipId },
+  }), 201), data(Attached));
   check(attached.data.fileId === fileId && attached.data.objectId === mentorshipId, "attached");
   const file = known(expectOk("get file", await teacher.api.GET("/api/files/{fileId}", {
     params: { path: { fileId } },
@@ -242,7 +237,9 @@ async function main(): Promise<void> {
   const sha = createHash("sha256").update(bytes).digest("hex");
   check(file.data.sizeBytes === bytes.length && file.data.sha256Hash === sha &&
     file.data.filename === "walk.txt", "the file's record");
-  const got = await fetch(file.data.presignedUrl);
+  const url = file.data.presignedUrl;
+  if (url === null) throw new ContractError("the file's record has no download URL");
+  const got = await fetch(url);
   check(got.ok && Buffer.from(await got.arrayBuffer()).equals(bytes), "the bytes read back");
   const list = known(expectOk("attachments", await teacher.api.GET(
     "/api/files/mentorship/{mentorshipId}/attachments", { params: { path: { mentorshipId } } }),
