@@ -115,7 +115,7 @@ def event(names, data, desc):
 
 STREAM_EVENT = {"oneOf": [
     event(["chat-message", "chat-message-updated"], {"type": "object"},
-          "A chat message (INTERFACE.md ChatMessage)"),
+          "A chat message (docs/api.md, \"Chat\")"),
     event(["chat-message-deleted", "chat-reaction-added", "chat-reaction-removed"],
           {"type": "object"}, "A chat change"),
     event(["session-update"], {"type": "object", "required": ["action", "mentorshipId"],

@@ -154,7 +154,7 @@ def parse_json(r):
 
 
 def assert_error(r, status, code=None):
-    """Asserts the error shape of DECISIONS.md: {"error": {"code", "message"[, "details"]}}."""
+    """Asserts the error shape of docs/api.md "Errors": {"error": {"code", "message"[, "details"]}}."""
     assert r.status_code == status, "expected %d, got %d: %s" % (status, r.status_code, r.text[:2000])
     assert r.headers.get("Content-Type", "").startswith("application/json"), r.headers
     body = r.json()

@@ -93,14 +93,28 @@ def closed(schema):
 
 
 STRICT_COMPONENTS = closed(DOC["components"])
+_CLOSED = {}  # id(request schema of DOC) -> its closed copy
+
+
+_VALIDATORS = {}
+
+
+def _validator(schema, components):
+    """One validator per schema object of the document (they live as long as DOC)."""
+    key = (id(schema), id(components))
+    v = _VALIDATORS.get(key)
+    if v is None:
+        root = dict(schema)
+        root["components"] = components or DOC["components"]
+        v = _VALIDATORS[key] = (jsonschema.Draft202012Validator(root, format_checker=FORMATS),
+                                schema)
+    return v[0]
 
 
 def validate(schema, body, what, components=None):
     """Raises AssertionError when body does not match schema (refs into the document's
     components, or `components`)."""
-    root = dict(schema)
-    root["components"] = components or DOC["components"]
-    errors = list(jsonschema.Draft202012Validator(root, format_checker=FORMATS).iter_errors(body))
+    errors = list(_validator(schema, components).iter_errors(body))
     if errors:
         e = min(errors, key=lambda e: len(e.absolute_path))
         where = "/".join(str(p) for p in e.absolute_path)
@@ -141,7 +155,11 @@ def _check_request(method, template, op, response):
     except ValueError:
         return
     CHECKED["requests"] += 1
-    validate(closed(rb["content"]["application/json"]["schema"]), sent, what, STRICT_COMPONENTS)
+    schema = rb["content"]["application/json"]["schema"]
+    strict = _CLOSED.get(id(schema))
+    if strict is None:
+        strict = _CLOSED[id(schema)] = closed(schema)
+    validate(strict, sent, what, STRICT_COMPONENTS)
 
 
 def check(method, url, response, loose=False):
