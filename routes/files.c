@@ -401,7 +401,7 @@ static void on_file(http_req_t *req, db_result_t *r)
 static void get_file(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "fileId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id, context_caller(req)->user_id};
     db_req_query(req, SQL_FILES_GET, 2, params, on_file);
 }
@@ -457,11 +457,11 @@ static void on_attach_check(http_req_t *req, db_result_t *r)
     db_req_query(req, SQL_FILES_ATTACH, 4, params, on_attached);
 }
 
-static bool object_type_or_reply(http_req_t *req, const char *t)
+static bool object_type_or_reply(http_req_t *req, int i)
 {
+    const char *t = http_req_param(req, i);
     if (!t || strcmp(t, "mentorship") != 0) {
-        http_reply_error_details(req, 400, "VALIDATION_ERROR", "Validation failed",
-                                 "[{\"field\":\"objectType\",\"message\":\"must be mentorship\"}]");
+        path_param_reply_invalid(req, i, "must be mentorship");
         return false;
     }
     return true;
@@ -470,7 +470,7 @@ static bool object_type_or_reply(http_req_t *req, const char *t)
 static void attach_file(http_req_t *req)
 {
     attach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -527,9 +527,9 @@ static void detach_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 static void detach_file(http_req_t *req)
 {
     detach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
-    if (!object_type_or_reply(req, http_req_param(req, 1))) return;
-    if (!path_uuid_ok_or_reply(req, 2, &st->object_id, "objectId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id)) return;
+    if (!object_type_or_reply(req, 1)) return;
+    if (!path_uuid_ok_or_reply(req, 2, &st->object_id)) return;
     req->data = st;
     const char *params[] = {st->file_id, st->object_id};
     const txreq_stmt_t reads[] = {{SQL_FILES_DETACH_LOCK, 2, params},
@@ -585,7 +585,7 @@ static void on_attachments(http_req_t *req, db_result_t *r)
 static void list_attachments(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "mentorshipId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id};
     db_req_query(req, SQL_FILES_ATTACHMENTS, 1, params, on_attachments);
 }

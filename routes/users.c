@@ -150,14 +150,15 @@ static void target_from_row(http_req_t *req, const db_result_t *r, target_t *t)
     t->elsewhere = other && other[0] == 't';
 }
 
-/* The :id parameter ("me" stands for the caller). */
-static void target_init(http_req_t *req, target_t *t)
+/* The :id parameter ("me" stands for the caller); false when it replied 400. */
+static bool target_init_or_replied(http_req_t *req, target_t *t)
 {
     caller_t *c = context_caller(req);
-    const char *id = http_req_param(req, 0);
-    if (!id || strcmp(id, "me") == 0) id = c->user_id;
+    const char *id;
+    if (!path_user_id_ok_or_reply(req, 0, true, &id)) return false;
     t->id = id;
     t->self = strcmp(id, c->user_id) == 0;
+    return true;
 }
 
 static void publish_inactive(http_req_t *req, const char *user_id)
@@ -572,7 +573,7 @@ static void get_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     bool all_orgs = st->t.self || c->global_role != ROLE_NONE;
     const char *params[] = {st->t.id, c->org_id, st->t.self ? "t" : "f", all_orgs ? "t" : "f"};
     db_req_query(req, SQL_USER_GET, 4, params, get_on_row);
@@ -626,11 +627,11 @@ static void patch_on_target(http_req_t *req, db_result_t *r)
 
 static void patch_user(http_req_t *req)
 {
-    json_t *body;
-    if (!json_body_ok_or_reply(req, &body)) return;
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     parse_name(req, body, "firstName", &v, st, F_FIRST);
     parse_name(req, body, "lastName", &v, st, F_LAST);
@@ -668,7 +669,7 @@ static void delete_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, delete_on_target);
 }
@@ -719,7 +720,7 @@ static void get_presence(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, presence_on_target);
 }

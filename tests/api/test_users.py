@@ -347,7 +347,7 @@ def test_get_user_self_and_scope(org):
     # Another organization's user: 403; unknown: 404.
     assert_error(org.clients["OrganizationAdmin"].get(
         "/api/users/%s" % other.users["Manager"]["id"]), 403, "FORBIDDEN")
-    assert_error(org.clients["Manager"].get("/api/users/cnotauser000000000000000"), 404,
+    assert_error(org.clients["Manager"].get("/api/users/cnotauser0000000000000000"), 404,
                  "NOT_FOUND")
     assert_error(t.get("/api/users/%s" % org.users["Coach"]["id"]), 403, "FORBIDDEN")
 
@@ -384,7 +384,7 @@ def test_patch_user_profile(org):
                         {"firstName": "X"})[0], 403, "FORBIDDEN")
     assert_error(org.clients["Coach"].call("PATCH", "/api/users/%s" % tid,
                                            {"firstName": "X"})[0], 403, "FORBIDDEN")
-    assert_error(m.call("PATCH", "/api/users/cnotauser000000000000000", {"firstName": "X"})[0],
+    assert_error(m.call("PATCH", "/api/users/cnotauser0000000000000000", {"firstName": "X"})[0],
                  404, "NOT_FOUND")
     other = new_org()
     assert_error(other.clients["OrganizationAdmin"].call(
@@ -447,7 +447,7 @@ def test_delete_user_archives(org):
     sign_in(t["email"], expect=401)
     # Again: still archived, still 200.
     assert oa.delete_json("/api/users/%s" % t["id"]) == {"success": True}
-    assert_error(oa.call("DELETE", "/api/users/cnotauser000000000000000")[0], 404, "NOT_FOUND")
+    assert_error(oa.call("DELETE", "/api/users/cnotauser0000000000000000")[0], 404, "NOT_FOUND")
     assert_error(oa.call("DELETE", "/api/users/%s" % org.users["OrganizationAdmin"]["id"])[0], 403)
     assert_error(oa.call("DELETE", "/api/users/me")[0], 403)
     other = new_org()
