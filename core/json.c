@@ -3,6 +3,62 @@
 
 #include <string.h>
 
+static bool json_ws(char c)
+{
+    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+/* The offset just past the string whose opening quote is at s[i]: the closing quote's next, or
+ * n when the string is not closed. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
+size_t json_space_at(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '"')
+            i = string_end(s, n, i);
+        else if (json_ws(s[i]))
+            return i;
+        else
+            i++;
+    }
+    return n;
+}
+
+size_t json_compact(char *dst, const char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        if (s[i] == '"') {
+            size_t e = string_end(s, n, i);
+            memmove(dst + o, s + i, e - i);
+            o += e - i;
+            i = e;
+        } else if (json_ws(s[i])) {
+            i++;
+        } else {
+            dst[o++] = s[i++];
+        }
+    }
+    return o;
+}
+
+void buf_json_compact(buf_t *b, const char *s, size_t n)
+{
+    buf_reserve(b, n);
+    b->len += json_compact(b->data + b->len, s, n);
+    b->data[b->len] = '\0';
+}
+
 static void json_release(void *p)
 {
     json_decref((json_t *)p);

@@ -176,8 +176,6 @@ static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, con
 
 /* ---- ids and fields ---- */
 
-/* Path parameter i as a lower-case UUID, else 400. */
-
 static bool is_uuid_v4(const char *s)
 {
     return ids_is_uuid(s) && s[14] == '4' && strchr("89abAB", s[19]) != NULL;
@@ -444,6 +442,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
     const page_entry_t *e =
         page_cache_get(&history_pages, pr->key, page_row_version(r, CHAT_HISTORY_VERSION_VERSION));
     if (e && !needs_urls(e->body, e->len)) {
+        req->body_compact = true; /* stored compact (page_cache_put) */
         http_reply_jsonn(req, 200, e->body, e->len);
         return;
     }

@@ -80,17 +80,28 @@ const char *path_param_name(http_req_t *req, int i)
     return "id";
 }
 
-static void path_param_reply(http_req_t *req, int i, const char *top, const char *message)
+static void reply_one_field(http_req_t *req, const char *field, const char *top,
+                            const char *message)
 {
     buf_t d = BUF_INIT;
     buf_puts(&d, "[{\"field\":");
-    buf_json_str(&d, path_param_name(req, i));
+    buf_json_str(&d, field);
     buf_puts(&d, ",\"message\":");
     buf_json_str(&d, message);
     buf_puts(&d, "}]");
     char *details = arena_strndup(&req->arena, d.data, d.len);
     buf_free(&d);
     http_reply_error_details(req, 400, "VALIDATION_ERROR", top, details);
+}
+
+void reply_field_invalid(http_req_t *req, const char *field, const char *message)
+{
+    reply_one_field(req, field, message, message);
+}
+
+static void path_param_reply(http_req_t *req, int i, const char *top, const char *message)
+{
+    reply_one_field(req, path_param_name(req, i), top, message);
 }
 
 void path_param_reply_invalid(http_req_t *req, int i, const char *message)

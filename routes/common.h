@@ -19,6 +19,9 @@ typedef struct verr {
 } verr_t;
 
 void verr_add(verr_t *v, const char *field, const char *message);
+/* Replies 400 VALIDATION_ERROR with `message` and details [{"field": field, "message": message}]:
+ * the one-field failure found after the body's own checks (a stored state, a storage lookup). */
+void reply_field_invalid(http_req_t *req, const char *field, const char *message);
 /* When failures were collected: replies 400 VALIDATION_ERROR with details and returns true. */
 bool verr_reply(http_req_t *req, verr_t *v);
 

@@ -64,6 +64,13 @@ uint64_t files_mime_limit(const char *mime)
     return 0;
 }
 
+const char *files_limit_message(http_req_t *req, const char *mime, uint64_t limit)
+{
+    char size[HTTP_SIZE_TEXT_MAX];
+    http_size_text(limit, size, sizeof(size));
+    return arena_printf(&req->arena, "Files of type %s may be at most %s", mime, size);
+}
+
 static bool token_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -163,14 +170,12 @@ static bool file_fields_or_reply(http_req_t *req, json_t *body, verr_t *v, const
     if (verr_reply(req, v)) return false;
     uint64_t limit = files_mime_limit(*mime);
     if (!limit) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         arena_printf(&req->arena, "Unsupported MIME type %s", *mime));
+        reply_field_invalid(req, "mimeType",
+                            arena_printf(&req->arena, "Unsupported MIME type %s", *mime));
         return false;
     }
     if (size_ok && *size > limit) {
-        http_reply_error(req, 413, "PAYLOAD_TOO_LARGE",
-                         arena_printf(&req->arena, "Files of type %s may be at most %llu MB", *mime,
-                                      (unsigned long long)(limit / MIB)));
+        http_reply_error(req, 413, "PAYLOAD_TOO_LARGE", files_limit_message(req, *mime, limit));
         return false;
     }
     return true;
@@ -274,7 +279,7 @@ static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
     reg_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (rc == STORAGE_ENOENT) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        reply_field_invalid(req, "storageKey", "Nothing was uploaded under storageKey");
         return;
     }
     if (rc != 0) {
@@ -282,8 +287,7 @@ static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
         return;
     }
     if (size != st->size) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "The stored object does not have the stated size");
+        reply_field_invalid(req, "sizeBytes", "The stored object does not have the stated size");
         return;
     }
     st->hash = arena_strdup(&req->arena, hex);
@@ -301,7 +305,7 @@ static void reg_on_stat(int rc, uint64_t size, void *data)
     if (!storage_back(req)) return;
     reg_state_t *st = req->data;
     if (rc == STORAGE_ENOENT) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        reply_field_invalid(req, "storageKey", "Nothing was uploaded under storageKey");
         return;
     }
     if (rc != 0) {
@@ -309,8 +313,7 @@ static void reg_on_stat(int rc, uint64_t size, void *data)
         return;
     }
     if (size != st->size) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "The stored object does not have the stated size");
+        reply_field_invalid(req, "sizeBytes", "The stored object does not have the stated size");
         return;
     }
     storage_hold(req);
@@ -331,8 +334,8 @@ static void reg_on_check(http_req_t *req, db_result_t *r)
         return;
     }
     if (strcmp(db_get(r, 0, FILES_REG_CHECK_MIME_TYPE), st->mime) != 0) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "mimeType differs from the one the key was presigned for");
+        reply_field_invalid(req, "mimeType",
+                            "mimeType differs from the one the key was presigned for");
         return;
     }
     storage_hold(req);
