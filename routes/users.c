@@ -176,12 +176,18 @@ static bool is_null(json_t *body, const char *key)
     return j && json_is_null(j);
 }
 
+/* firstName or lastName. A last name may be null, which clears it (a one-word name from
+ * sign-up is stored without one, and an answer's lastName null must be accepted back); a first
+ * name may not. */
 static void parse_name(http_req_t *req, json_t *body, const char *key, verr_t *v, users_state_t *st,
                        enum field f)
 {
     if (!json_object_get(body, key)) return;
     if (is_null(body, key)) {
-        verr_add(v, key, "must be 1 to 100 characters");
+        if (f == F_LAST)
+            st->set[f] = true;
+        else
+            verr_add(v, key, "must be 1 to 100 characters");
         return;
     }
     int before = v->n;
@@ -297,6 +303,19 @@ static void parse_timezone(http_req_t *req, json_t *body, verr_t *v, users_state
     st->val[F_TZ] = s;
 }
 
+/* avatar: a file id from POST /api/files/upload, or null to remove it; applied by
+ * files_ref_set before the other fields, the same on PATCH /api/users/me and /:id. */
+static void parse_avatar(http_req_t *req, json_t *body, verr_t *v, users_state_t *st)
+{
+    st->has_avatar = json_has(body, "avatar");
+    if (!st->has_avatar) return;
+    int before = v->n;
+    st->avatar = field_str(req, body, "avatar", v, false, 1, 64, true);
+    if (st->avatar && v->n == before && !ids_is_uuid(st->avatar))
+        verr_add(v, "avatar", "must be a file id");
+    if (st->avatar) st->avatar = lower_ascii(req, st->avatar);
+}
+
 static void parse_status(http_req_t *req, json_t *body, verr_t *v, users_state_t *st)
 {
     if (!json_object_get(body, "status")) return;
@@ -348,6 +367,13 @@ static void patch_me_on_updated(http_req_t *req, db_result_t *r)
                               db_get(r, 0, USER_UPDATE_JSON), db_getlen(r, 0, USER_UPDATE_JSON));
 }
 
+/* The avatar first (its checks may refuse the request), then the other fields, as on
+ * PATCH /api/users/:id. */
+static void patch_me_on_avatar(http_req_t *req, bool ok)
+{
+    if (ok) run_update(req, req->data, patch_me_on_updated);
+}
+
 static void patch_me(http_req_t *req)
 {
     json_t *body;
@@ -377,7 +403,12 @@ static void patch_me(http_req_t *req)
     /* The phone is read with the country sent now, else the stored one. */
     if (country_ok)
         normalize_phone(req, &v, st, st->set[F_COUNTRY] ? st->val[F_COUNTRY] : c->country_code);
+    parse_avatar(req, body, &v, st);
     if (verr_reply(req, &v)) return;
+    if (st->has_avatar) {
+        files_ref_set(req, FILES_REF_AVATAR, st->t.id, st->avatar, patch_me_on_avatar);
+        return;
+    }
     run_update(req, st, patch_me_on_updated);
 }
 
@@ -638,11 +669,7 @@ static void patch_user(http_req_t *req)
     parse_phone(req, body, &v, st);
     parse_birth_date(req, body, &v, st);
     parse_status(req, body, &v, st);
-    st->has_avatar = json_has(body, "avatar");
-    if (st->has_avatar) {
-        st->avatar = field_str(req, body, "avatar", &v, false, 1, 64, true);
-        if (st->avatar && !ids_is_uuid(st->avatar)) verr_add(&v, "avatar", "must be a file id");
-    }
+    parse_avatar(req, body, &v, st);
     if (verr_reply(req, &v)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, patch_on_target);

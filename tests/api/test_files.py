@@ -520,6 +520,33 @@ def test_patch_user_avatar(org):
     assert c.get_json("/api/users/me")["data"]["avatarUrl"] is None
 
 
+def test_patch_me_avatar_is_applied_like_by_id(org):
+    """`avatar` on PATCH /api/users/me is the same rule as on PATCH /api/users/:id: applied,
+    refused with the same statuses, cleared by null; never accepted and dropped."""
+    c = org.client("Teacher2")
+    uid = org.uid("Teacher2")
+    png, _, _ = upload_presigned(c, b"\x89PNGme", filename="me.png", mime="image/png")
+    d = c.patch_json("/api/users/me", {"avatar": png})["data"]
+    assert d["avatarUrl"] and download(d["avatarUrl"]).content == b"\x89PNGme"
+    assert download(c.get_json("/api/users/me")["data"]["avatarUrl"]).content == b"\x89PNGme"
+    assert psql_value("SELECT avatar_file_id FROM users WHERE id = :'u'", u=uid) == png
+    tid, _, _ = upload_presigned(c, b"text")
+    other, _, _ = upload_presigned(org.client("Coach"), b"\x89PNGo", filename="o.png",
+                                   mime="image/png")
+    for path in ("/api/users/me", "/api/users/%s" % uid):
+        err = assert_error(c.call("PATCH", path, {"avatar": tid})[0], 400, "VALIDATION_ERROR")
+        assert [x["field"] for x in err["details"]] == ["avatar"], err
+        err = assert_error(c.call("PATCH", path, {"avatar": "not-a-file"})[0], 400)
+        assert [x["field"] for x in err["details"]] == ["avatar"], err
+        assert_error(c.call("PATCH", path, {"avatar": other})[0], 403)
+        assert_error(c.call("PATCH", path, {"avatar": "00000000-0000-4000-8000-000000000000"})[0],
+                     404)
+    # A refused avatar changes nothing else.
+    assert c.get_json("/api/users/me")["data"]["avatarUrl"]
+    assert c.patch_json("/api/users/me", {"avatar": None})["data"]["avatarUrl"] is None
+    assert psql_value("SELECT avatar_file_id FROM users WHERE id = :'u'", u=uid) is None
+
+
 def test_forged_storage_reference_is_not_rendered(org):
     c = org.client("Coach")
     fid, key, _ = upload_presigned(c, b"secret", filename="s.png", mime="image/png")
