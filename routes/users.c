@@ -94,7 +94,7 @@ typedef struct users_state {
     const char *email, *password, *first, *last, *lang;
     char hash[PASSWORD_ENCODED_MAX];
     int rc;
-    /* PATCH /api/users/:id avatar: a file id, or NULL to clear (routes/files.h) */
+    /* PATCH avatar (me and :id): a file id, or NULL to clear (routes/files.h) */
     bool has_avatar;
     const char *avatar;
 } users_state_t;
