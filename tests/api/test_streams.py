@@ -153,9 +153,10 @@ def test_stream_keeps_user_online(psql_value):
         assert redis_cli("GET", "lastseen:%s" % u["id"]).isdigit()
 
 
-def test_mentorship_stream_unknown_is_404():
+def test_mentorship_stream_malformed_is_400_unknown_404():
     c, _ = sign_up()
-    assert_error(c.get("/api/events/mentorships/not-a-uuid/events"), 404)
+    err = assert_error(c.get("/api/events/mentorships/not-a-uuid/events"), 400, "VALIDATION_ERROR")
+    assert [d["field"] for d in err["details"]] == ["mentorshipId"]
     assert_error(c.get("/api/events/mentorships/0b8a4d1e-2f6c-4c7e-9a55-1d2e3f405162/events"), 404)
 
 
