@@ -47,7 +47,7 @@
 #define HEAD_TIMEOUT_MS 30000
 #define BODY_TIMEOUT_MS 30000
 #define WRITE_TIMEOUT_MS 60000
-/* Lingering close (DECISIONS.md "Limits"): after answering a request whose body was not read,
+/* Lingering close (docs/api.md "Limits"): after answering a request whose body was not read,
  * read and discard up to this much for up to this long, so the client sees the answer, not a
  * reset. */
 #define LINGER_MAX_BYTES (16u * 1024 * 1024)
@@ -349,6 +349,13 @@ static void add_cors(http_req_t *req, buf_t *h)
                origin);
 }
 
+static bool res_header_set(const http_req_t *req, const char *name)
+{
+    for (int i = 0; i < req->n_res_headers; i++)
+        if (strcasecmp(req->res_headers[i].name, name) == 0) return true;
+    return false;
+}
+
 /* Builds the head into the arena. content_length: the body length, HEAD_STREAM for a stream
  * (no length, connection closes), HEAD_NO_BODY for 1xx/204/304 (neither). */
 #define HEAD_STREAM (-1)
@@ -363,7 +370,9 @@ static char *build_head(http_req_t *req, int status, const char *ctype, long lon
     if (ctype && content_length != HEAD_NO_BODY) buf_printf(&h, "Content-Type: %s\r\n", ctype);
     if (content_length >= 0) buf_printf(&h, "Content-Length: %lld\r\n", content_length);
     buf_puts(&h, "X-Content-Type-Options: nosniff\r\n");
-    if (content_length != HEAD_STREAM) buf_puts(&h, "Cache-Control: no-store\r\n");
+    /* no-store unless the handler chose its own caching (a content-hashed static file). */
+    if (content_length != HEAD_STREAM && !res_header_set(req, "Cache-Control"))
+        buf_puts(&h, "Cache-Control: no-store\r\n");
     add_cors(req, &h);
     for (int i = 0; i < req->n_res_headers; i++)
         buf_printf(&h, "%s: %s\r\n", req->res_headers[i].name, req->res_headers[i].value);

@@ -188,7 +188,8 @@ static inline const char *http_req_param(const http_req_t *req, int i)
     return i < req->nparams ? req->params[i] : NULL;
 }
 
-/* Adds a response header; name and value are copied into the arena. */
+/* Adds a response header; name and value are copied into the arena. A Cache-Control set here
+ * replaces the default "Cache-Control: no-store" of every non-streamed answer. */
 void http_res_header(http_req_t *req, const char *name, const char *value);
 
 /* Replies. body must stay valid until the request is freed (arena, static or owned). */
@@ -200,7 +201,7 @@ void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t
 void http_reply_json(http_req_t *req, int status, const char *json);
 void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len);
 void http_reply_empty(http_req_t *req, int status);
-/* The error shape of DECISIONS.md: {"error":{"code","message"}}. */
+/* The error shape of docs/api.md: {"error":{"code","message"}}. */
 void http_reply_error(http_req_t *req, int status, const char *code, const char *message);
 /* details_json: a JSON array text for "details" (validation failures), or NULL. */
 void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,

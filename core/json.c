@@ -1,4 +1,4 @@
-/* Request-body JSON parsing with the error replies of DECISIONS.md. */
+/* Request-body JSON parsing with the error replies of docs/api.md. */
 #include "core/json.h"
 
 #include <string.h>

@@ -78,7 +78,7 @@ void router_add(const route_t *table, size_t n)
     }
 }
 
-/* Ids in paths are compared in canonical form (DECISIONS.md "Security decisions"): a parameter
+/* Ids in paths are compared in canonical form (docs/api.md): a parameter
  * shaped like a UUID (8-4-4-4-12 hex digits) is lower-cased here, once for every route, so an
  * upper-case UUID names the same row and the same stream channel as the lower-case one. */
 static bool is_uuid(const char *s)

@@ -1,7 +1,7 @@
 /*
  * Error codes shared by the domain modules. Every synchronous domain call returns 0 or one of
  * these negative values; domain_strerror() names them for logs (never for clients: routes map
- * a failure to the HTTP error of DECISIONS.md themselves).
+ * a failure to the HTTP error of docs/api.md themselves).
  */
 #pragma once
 

@@ -1,6 +1,6 @@
 /*
  * UTF-8 text helpers for validation and previews. Lengths are counted in Unicode code points,
- * as DECISIONS.md requires. Nothing here allocates: trimming and truncation return spans into
+ * as docs/api.md requires. Nothing here allocates: trimming and truncation return spans into
  * the caller's text.
  */
 #pragma once

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TOKEN_RANDOM_BYTES 32 /* 256 bits (DECISIONS.md: at least 256 bits) */
+#define TOKEN_RANDOM_BYTES 32 /* 256 bits: no token is guessable (docs/security.md) */
 #define TOKEN_LEN 43          /* base64url length of 32 bytes */
 #define TOKEN_MAX_LEN 128     /* longest token token_is_wellformed() accepts */
 #define TOKEN_HASH_LEN 64

@@ -1,5 +1,5 @@
 /*
- * Status machines of DECISIONS.md. Routes check a user-driven PATCH with
+ * Status machines of docs/api.md. Routes check a user-driven PATCH with
  * transitions_*_check(); a move to the same status is an allowed no-op (the route answers 200
  * without writing). The *_parse functions take the API spelling ("pending", "scheduled", ...).
  *

@@ -1,6 +1,6 @@
 /*
  * Checks for callbackURL / redirectTo values and for the Origin / Referer of browser requests,
- * so the service never redirects to a foreign site (DECISIONS.md: relative paths, or URLs under
+ * so the service never redirects to a foreign site (docs/api.md: relative paths, or URLs under
  * the trusted origins; anything else is 400).
  *
  * Origins compare in normalized form: lower-case scheme and host, default port (80 for http,

@@ -1,5 +1,5 @@
 /*
- * Input rules of INTERFACE.md and DECISIONS.md for request fields: emails, names, languages,
+ * Input rules of docs/api.md for request fields: emails, names, languages,
  * dates, countries, time zones and pagination integers. Predicates return bool; parsers and
  * normalizers return 0 or DOMAIN_EINVAL / DOMAIN_ENOSPC and write to caller buffers.
  */

@@ -1,5 +1,5 @@
 /*
- * Chat of a mentorship (INTERFACE.md "Chat", DECISIONS.md "Chat details"):
+ * Chat of a mentorship (docs/api.md "Chat"):
  *
  *   GET    /api/chat/conversations                            mentorships with a live message
  *   POST   /api/mentorships/:id/chat/token                    AccessToken2 RTM token, 1 hour

@@ -1,6 +1,6 @@
 /*
  * Helpers shared by the route files: ids and tokens, validation with the error details of
- * DECISIONS.md, the session cookie, language resolution. Handlers stay short: parse with the
+ * docs/api.md, the session cookie, language resolution. Handlers stay short: parse with the
  * field_* helpers, reply 400 once with every problem found, then run their plan.
  */
 #pragma once

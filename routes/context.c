@@ -8,7 +8,7 @@
  * 3. For routes that need a session: one query resolves the session cookie to the user, the
  *    active organization and membership, and the number of pending invites. Then: 401 without a
  *    valid session or when the user is not active; 400 / 403 / 404 for X-Organization-Id per
- *    DECISIONS.md; 400 ORG_CONTEXT_REQUIRED where an organization is needed; 403 INVITE_GATE
+ *    docs/api.md; 400 ORG_CONTEXT_REQUIRED where an organization is needed; 403 INVITE_GATE
  *    while invites are pending; 403 below the route's minimum role.
  * The row of step 3 is kept per worker (routes/ctx_cache.h) and reused until a write that
  * changes it invalidates it, or for at most CONTEXT_CACHE_TTL_MS; the checks run on every

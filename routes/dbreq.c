@@ -37,7 +37,7 @@ void db_req_query(http_req_t *req, const char *sql, int nparams, const char *con
 
 /* Constraint names are those of db/migrations/. */
 static const dberr_row_t rows[] = {
-    /* Session spacing (DECISIONS.md): the exclusion constraint decides, so concurrent creates
+    /* Session spacing (docs/api.md): the exclusion constraint decides, so concurrent creates
      * cannot both win. */
     {"23P01", "mentorship_sessions_spacing", 409, "SESSION_CONFLICT",
      "Another session of this mentorship is within 15 minutes"},

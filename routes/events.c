@@ -1,5 +1,5 @@
 /*
- * Server-Sent Event streams (INTERFACE.md "Events"):
+ * Server-Sent Event streams (docs/api.md):
  *   GET /api/events/mentorships/:mentorshipId/events  coach and teacher of the mentorship (with an
  *       active membership in its organization), or a PlatformAdmin/Owner; 403 otherwise, 404
  * unknown. GET /api/events/users/me/events                   any signed-in user. The streams

@@ -1,5 +1,5 @@
 /*
- * Files (INTERFACE.md "Files", DECISIONS.md "Files and storage"):
+ * Files (docs/api.md "Files"):
  *
  *   POST   /api/files/presign                             any: a presigned PUT URL and its key
  *   POST   /api/files/register                            any: the uploaded key becomes a file

@@ -12,13 +12,13 @@
 #include "routes/context.h"
 #include "rt/storage.h"
 
-/* The size limit of an allowed MIME type (INTERFACE.md "Limits"), 0 when the type is not
+/* The size limit of an allowed MIME type (docs/api.md "Limits"), 0 when the type is not
  * allowed. mime must be normalized (files_mime_normalize). */
 uint64_t files_mime_limit(const char *mime);
 /* "type/subtype" of RFC 6838 token characters, lower-cased into `a`; NULL when malformed or
  * when it carries parameters. */
 const char *files_mime_normalize(arena_t *a, const char *s);
-/* DECISIONS.md prefix rule: 1-64 of [a-z0-9_-/], no "..", no leading or trailing '/'. */
+/* docs/api.md prefix rule: 1-64 of [a-z0-9_-/], no "..", no leading or trailing '/'. */
 bool files_prefix_valid(const char *p);
 /* 1-255 code points of valid UTF-8 without control characters. */
 bool files_filename_valid(const char *s);

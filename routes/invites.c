@@ -373,7 +373,7 @@ static void accept_with_token(http_req_t *req)
     st->first = field_str(req, body, "firstName", &v, true, 1, 100, true);
     st->last = field_str(req, body, "lastName", &v, true, 1, 100, true);
     st->password = field_password(req, body, "password", &v, true);
-    /* Compared with the invite's address case-insensitively (DECISIONS.md); invites are stored
+    /* Compared with the invite's address case-insensitively (docs/api.md); invites are stored
      * lower-cased. */
     st->given_email = field_str(req, body, "email", &v, false, 1, 320, false);
     const char *lang = field_lang(req, body, "preferredLanguage", &v);

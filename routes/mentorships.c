@@ -1,5 +1,5 @@
 /*
- * Mentorships (INTERFACE.md "Mentorships"): one coach and one teacher of an organization.
+ * Mentorships (docs/api.md "Mentorships"): one coach and one teacher of an organization.
  *
  *   GET    /api/mentorships       Coach: own; Teacher: own; Manager and above: all in the org
  *   POST   /api/mentorships       Coach (for themselves) and above; 201 pending

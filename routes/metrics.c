@@ -3,10 +3,11 @@
  * whichever worker answers (core/metrics.h: each worker publishes into a shared slot, on each
  * scrape it serves and once a second).
  *
- * Where it answers: on METRICS_PORT's own listener (METRICS_HOST, default 127.0.0.1) without a
- * token, and nothing else there. On the main port it is never public: without METRICS_TOKEN
- * the path answers 404, and with it the scraper must send "Authorization: Bearer
- * <METRICS_TOKEN>" (401 otherwise).
+ * Where it answers: with METRICS_PORT set, only on that listener (METRICS_HOST, default
+ * 127.0.0.1), without a token, and nothing else there; the main port then answers 404, so the
+ * figures cannot leak through the proxy whatever METRICS_TOKEN says. Without METRICS_PORT, on
+ * the main port, never public: without METRICS_TOKEN the path answers 404, and with it the
+ * scraper must send "Authorization: Bearer <METRICS_TOKEN>" (401 otherwise).
  *
  * What it says: request counters and histograms, and the other counters, summed over the
  * workers under the names and labels a single worker had; gauges that belong to one worker
@@ -325,7 +326,8 @@ static void get_metrics(http_req_t *req)
     /* METRICS_PORT's listener: the operator chose who reaches it (METRICS_HOST, firewall). */
     if (!http_req_side_listener(req)) {
         const char *token = getenv("METRICS_TOKEN");
-        if (!token || !*token) {
+        const char *side = getenv("METRICS_PORT");
+        if (!token || !*token || (side && *side)) {
             http_reply_error(req, 404, "NOT_FOUND", "Not found");
             return;
         }

@@ -1,5 +1,5 @@
 /*
- * Device push tokens (DECISIONS.md "Push notifications"): the caller registers or removes the
+ * Device push tokens (docs/api.md): the caller registers or removes the
  * token of one of their devices. A token belongs to one user at a time: registering a token
  * that another account holds moves it to the caller (a shared device changed hands), so pushes
  * never reach the previous account. Delivery itself lives in rt/push.c.

@@ -35,6 +35,7 @@ void routes_init(uv_loop_t *loop)
     routes_chat_register(loop);
     routes_metrics_register(loop);
     routes_openapi_register();
+    routes_docs_register();
     sweeper_init(loop);
     janitor_init(loop);
 }

@@ -1,5 +1,5 @@
 /*
- * Video sessions of a mentorship (INTERFACE.md "Sessions"), the video token and call reactions.
+ * Video sessions of a mentorship (docs/api.md), the video token and call reactions.
  *
  *   GET    /api/sessions                  participants: own mentorships; Manager+: the org
  *   POST   /api/sessions                  Coach (own mentorship) and above; mentorship active;

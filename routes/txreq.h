@@ -56,7 +56,7 @@ void txreq_read(txreq_t *t, http_req_t *req, const txreq_stmt_t *reads, int n, t
 /* Step 2, from decide(): the writes (0..TXREQ_MAX_STMTS) and COMMIT, then done(). */
 void txreq_write(txreq_t *t, const txreq_stmt_t *writes, int n, txreq_cb done);
 
-/* Rolls back and replies with the error shape of DECISIONS.md. */
+/* Rolls back and replies with the error shape of docs/api.md. */
 void txreq_error(txreq_t *t, int status, const char *code, const char *message);
 /* Rolls back (no callback). Safe when there is no open transaction. */
 void txreq_rollback(txreq_t *t);

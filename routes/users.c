@@ -1,5 +1,5 @@
 /*
- * Users under /api/users (INTERFACE.md "Users"; GET /api/users/me and the password change live
+ * Users under /api/users (docs/api.md "Users"; GET /api/users/me and the password change live
  * in routes/account.c): own-profile update, the user list, user creation by staff, read /
  * update / archive by id, and presence.
  *

@@ -771,7 +771,7 @@ static void replay_step(stream_t *s);
 static void rq_kick(void);
 
 /* The `reset` event: what the client holds may miss events (history too short, the id unknown,
- * or Redis unavailable); it refetches, as after any reconnect (INTERFACE.md). Its id is the
+ * or Redis unavailable); it refetches, as after any reconnect (docs/api.md). Its id is the
  * stream's position, so the next reconnect resumes from here. */
 static bool send_reset(stream_t *s, const char *reason)
 {

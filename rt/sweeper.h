@@ -1,5 +1,5 @@
 /*
- * The missed-session sweeper (DECISIONS.md "State machines"): a timer on the loop that every
+ * The missed-session sweeper (docs/api.md): a timer on the loop that every
  * SWEEPER_INTERVAL_SECONDS (default 60) moves scheduled and confirmed sessions whose end lies
  * more than 30 minutes in the past to `missed`, in one statement, and publishes session-update
  * once for each mentorship touched. Runs in every worker; the UPDATE's row locks make a session

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Writes docs/openapi.json, the OpenAPI 3.1 document of coachd, from the route tables in
-routes/*.c (every method and path, its parameters and its authentication) and the details kept
-below (bodies and answers of the main endpoints, the error shape, the event streams).
+routes/*.c (every method and path, its authentication and minimum role) and the contract files
+routes/schemas/<area>.json (one per route file: its operations' parameters, bodies, answers and
+errors, and the component schemas it owns; routes/README.md, "The contract", has the format).
 
     scripts/gen_openapi.py           rewrite docs/openapi.json
     scripts/gen_openapi.py --check   exit 1 when docs/openapi.json is not what it would write
+    scripts/gen_openapi.py --stats   how much of the document is described (and what is not)
 
-Run it after adding a route; the API tests fail while the document misses one."""
+Run it after adding a route or changing a contract file; the API tests fail while the document
+is stale, and this script fails while a route has no operation or an operation no route."""
 import glob
 import json
 import os
@@ -112,7 +115,7 @@ def event(names, data, desc):
 
 STREAM_EVENT = {"oneOf": [
     event(["chat-message", "chat-message-updated"], {"type": "object"},
-          "A chat message (INTERFACE.md ChatMessage)"),
+          "A chat message (docs/api.md, \"Chat\")"),
     event(["chat-message-deleted", "chat-reaction-added", "chat-reaction-removed"],
           {"type": "object"}, "A chat change"),
     event(["session-update"], {"type": "object", "required": ["action", "mentorshipId"],
@@ -276,55 +279,244 @@ ERROR_STATUSES = {
 }
 
 
+SCHEMA_DIR = os.path.join(ROOT, "routes", "schemas")
+ERROR_REF = {"$ref": "#/components/schemas/Error"}
+UUID = {"type": "string", "format": "uuid"}
+# Statuses of the connection rather than of an operation (request head or body too slow, an
+# Expect other than 100-continue, request head too large): any route may answer them, so they are
+# described once in info.description, not per operation.
+TRANSPORT_STATUSES = ("408", "417", "431")
+
+
+class ContractError(Exception):
+    pass
+
+
+def load_areas():
+    """{area: contract} of every routes/schemas/<area>.json."""
+    areas = {}
+    for f in sorted(glob.glob(os.path.join(SCHEMA_DIR, "*.json"))):
+        with open(f, encoding="utf-8") as fh:
+            try:
+                areas[os.path.basename(f)[:-5]] = json.load(fh)
+            except ValueError as e:
+                raise ContractError("%s: %s" % (os.path.relpath(f, ROOT), e)) from None
+    return areas
+
+
+def components(areas):
+    out = {}
+    for area, c in areas.items():
+        for name, schema in c.get("schemas", {}).items():
+            if name in out:
+                raise ContractError("component %s is defined twice (%s.json)" % (name, area))
+            out[name] = schema
+    return out
+
+
+def error_response(when):
+    return {"description": when, "content": {"application/json": {"schema": ERROR_REF}}}
+
+
+def media(entry, default_type="application/json"):
+    """The content map of a request or response entry: "schema" (JSON) or "content"."""
+    if "content" in entry:
+        return entry["content"]
+    if "schema" in entry:
+        return {default_type: {"schema": entry["schema"]}}
+    return None
+
+
+def described_op(spec, method, pattern, auth, role):
+    """The OpenAPI operation of one route from its contract entry."""
+    op = {"summary": spec["summary"]}
+    if "description" in spec:
+        op["description"] = spec["description"]
+    params = []
+    path_spec = spec.get("path", {})
+    names = re.findall(r":(\w+)", pattern)
+    for n in path_spec:
+        if n not in names:
+            raise ContractError("%s %s: path parameter %s is not in the pattern"
+                                % (method.upper(), pattern, n))
+    for n in names:
+        p = path_spec.get(n, {})
+        params.append({"name": n, "in": "path", "required": True,
+                       **({"description": p["description"]} if "description" in p else {}),
+                       "schema": p.get("schema", UUID)})
+    for where, key in (("query", "query"), ("header", "headers")):
+        for n, p in spec.get(key, {}).items():
+            params.append({"name": n, "in": where, "required": bool(p.get("required", False)),
+                           **({"description": p["description"]} if "description" in p else {}),
+                           "schema": p["schema"]})
+    if auth == "AUTH_ORG":
+        params.append({"name": "X-Organization-Id", "in": "header", "required": False,
+                       "description": "The organization this request acts in (else the "
+                                      "caller's current organization)",
+                       "schema": UUID})
+    if params:
+        op["parameters"] = params
+    json_body = False
+    if "request" in spec:
+        req = spec["request"]
+        content = media(req)
+        json_body = "application/json" in content
+        op["requestBody"] = {"required": req.get("required", True), "content": content,
+                             **({"description": req["description"]}
+                                if "description" in req else {})}
+    responses = {}
+    for status, r in spec["responses"].items():
+        out = {"description": r["description"]}
+        content = media(r)
+        if content:
+            out["content"] = content
+        if "headers" in r:
+            out["headers"] = r["headers"]
+        responses[status] = out
+    for status, when in spec.get("errors", {}).items():
+        responses.setdefault(status, error_response(when))
+    auto = []
+    if params or "request" in spec or auth == "AUTH_ORG":
+        auto.append(("400", "A malformed parameter or body field (`details` names each one)"
+                     + ("; ORG_CONTEXT_REQUIRED without organization context"
+                        if auth == "AUTH_ORG" else "")))
+    if auth in ("AUTH_SESSION", "AUTH_ORG"):
+        auto.append(("401", "No valid session"))
+        auto.append(("403", "The caller may not do this (role, organization access), or "
+                            "INVITE_GATE while invitations are pending"))
+    if json_body:
+        auto.append(("413", "The body is over the route's limit"))
+        auto.append(("415", "The body is not application/json"))
+    auto += [("429", "Rate limited (`retryAfterSeconds`, Retry-After)"),
+             ("500", "A fault of the server"),
+             ("503", "A dependency is unavailable, or the connection caps are reached")]
+    for status, when in auto:
+        responses.setdefault(status, error_response(when))
+    op["responses"] = dict(sorted(responses.items()))
+    for key in ("operationId", "security"):
+        if key in spec:
+            op[key] = spec[key]
+    return op
+
+
+ROLE_NAMES = {"ROLE_TEACHER": "Teacher", "ROLE_COACH": "Coach", "ROLE_MANAGER": "Manager",
+              "ROLE_ORG_ADMIN": "OrganizationAdmin", "ROLE_PLATFORM_ADMIN": "PlatformAdmin",
+              "ROLE_OWNER": "Owner"}
+
+
+def legacy_op(method, pattern, auth):
+    """An operation of a route whose area has no contract file yet (loose answers)."""
+    d = dict(DETAILS.get((method, pattern), {}))
+    op = {"summary": d.pop("summary", "%s %s" % (method.upper(), pattern))}
+    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+              for n in re.findall(r":(\w+)", pattern)]
+    params += d.pop("parameters", [])
+    if auth == "AUTH_ORG":
+        params.append({"name": "X-Organization-Id", "in": "header", "required": False,
+                       "description": "Organization context", "schema": {"type": "string"}})
+    if params:
+        op["parameters"] = params
+    responses = d.pop("responses", None) or {
+        "200": {"description": "Success", "content": {"application/json": {"schema": {}}}},
+        "201": {"description": "Created", "content": {"application/json": {"schema": {}}}},
+        "204": {"description": "No content"}}
+    if pattern == "/api/files/local":
+        responses = {"200": {"description": "File bytes"}, "201": {"description": "Stored"},
+                     "204": {"description": "Stored"}}
+    for st in ERROR_STATUSES[auth] + ["413", "415", "500", "503"]:
+        responses.setdefault(st, {"$ref": "#/components/responses/Error"})
+    op["responses"] = responses
+    op.update(d)
+    return op
+
+
+def refs(node):
+    """The component names node refers to."""
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/components/schemas/"):
+            yield node["$ref"].rsplit("/", 1)[1]
+        for v in node.values():
+            yield from refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from refs(v)
+
+
+def used(schemas, paths):
+    """The schemas the operations use, directly or through other schemas (common.json offers
+    shapes an area may not use yet; an unused component is not written). A ref to a component no
+    file defines fails."""
+    out, todo = {"Error": schemas["Error"]}, list(refs(paths))
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        if name not in schemas:
+            raise ContractError("$ref to undefined component %s" % name)
+        out[name] = schemas[name]
+        todo.extend(refs(schemas[name]))
+    return out
+
+
 def build():
-    paths = {}
+    areas = load_areas()
+    specs = {}
+    for area, c in areas.items():
+        for key, spec in c.get("operations", {}).items():
+            specs[key] = (area, spec)
+    paths, tags = {}, {}
     for method, pattern, auth, role, src in routes():
-        p = paths.setdefault(oa_path(pattern), {})
-        d = dict(DETAILS.get((method, pattern), {}))
-        op = {"operationId": "%s_%s" % (method, re.sub(r"[^A-Za-z0-9]+", "_", pattern).strip("_")),
-              "summary": d.pop("summary", "%s %s" % (method.upper(), pattern)),
-              "tags": [src[:-2]]}
-        params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-                  for n in re.findall(r":(\w+)", pattern)]
-        params += d.pop("parameters", [])
-        if auth == "AUTH_ORG":
-            params.append({"name": "X-Organization-Id", "in": "header", "required": False,
-                           "description": "Organization context", "schema": {"type": "string"}})
-        if params:
-            op["parameters"] = params
-        if auth in ("AUTH_SESSION", "AUTH_ORG"):
+        area = src[:-2]
+        key = "%s %s" % (method.upper(), pattern)
+        found = specs.pop(key, None)
+        if found is not None and found[0] != area:
+            raise ContractError("%s is in routes/schemas/%s.json, its route in routes/%s"
+                                % (key, found[0], src))
+        if found is not None:
+            op = described_op(found[1], method, pattern, auth, role)
+        else:
+            op = legacy_op(method, pattern, auth)
+        if role in ROLE_NAMES:
+            who = "Minimum role: %s." % ROLE_NAMES[role]
+            op["description"] = (op["description"] + "\n\n" + who) if "description" in op else who
+        op = {"operationId": op.pop("operationId", None) or "%s_%s" % (
+                  method, re.sub(r"[^A-Za-z0-9]+", "_", pattern).strip("_")),
+              "tags": [area], **op}
+        if "security" in op:
+            pass  # the contract's own (e.g. /metrics' bearer token)
+        elif auth in ("AUTH_SESSION", "AUTH_ORG"):
             op["security"] = [{"sessionCookie": []}]
         elif auth == "AUTH_OPTIONAL":
             op["security"] = [{"sessionCookie": []}, {}]
         else:
             op["security"] = []
-        responses = d.pop("responses", None) or {
-            "200": {"description": "Success", "content": {"application/json": {"schema": {}}}},
-            "201": {"description": "Created", "content": {"application/json": {"schema": {}}}},
-            "204": {"description": "No content"}}
-        if pattern == "/api/files/local":
-            responses = {"200": {"description": "File bytes"}, "201": {"description": "Stored"},
-                         "204": {"description": "Stored"}}
-        for st in ERROR_STATUSES[auth] + ["413", "415", "500", "503"]:
-            responses.setdefault(st, {"$ref": "#/components/responses/Error"})
-        op["responses"] = responses
-        op.update(d)
-        p[method] = op
+        paths.setdefault(oa_path(pattern), {})[method] = op
+        tags[area] = areas.get(area, {}).get("tag", "routes/%s" % src)
+    if specs:
+        raise ContractError("operations without a route: %s" % ", ".join(sorted(specs)))
+    schemas = {"Error": ERROR, "User": USER, "Session": SESSION, "AuthResult": AUTH_RESULT,
+               "SessionOrNull": SESSION_OR_NULL, "StreamEvent": STREAM_EVENT}
+    schemas.update(components(areas))
+    schemas = used(schemas, paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "coachd API", "version": "1",
-                 "description": "Organization-based coaching backend. Errors share one shape "
-                                "(components/schemas/Error). See docs/api.md."},
+                 "description": "Organization-based coaching backend: accounts and cookie "
+                                "sessions, organizations and members, invites, mentorships, "
+                                "video sessions, files, chat and event streams. docs/api.md is "
+                                "the guide; this document is the contract of every body. Errors "
+                                "share one shape (components/schemas/Error). Besides the "
+                                "statuses each operation lists, any request may get 408 (head "
+                                "or body too slow), 417 (an Expect other than 100-continue) or "
+                                "431 (request head too large)."},
         "servers": [{"url": "/"}],
         "security": [{"sessionCookie": []}],
+        "tags": [{"name": t, "description": d} for t, d in sorted(tags.items())],
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"Error": ERROR, "User": USER, "Session": SESSION,
-                        "AuthResult": AUTH_RESULT, "SessionOrNull": SESSION_OR_NULL,
-                        "StreamEvent": STREAM_EVENT},
-            "responses": {"Error": {"description": "Error (DECISIONS.md \"Errors\")",
-                                    "content": {"application/json": {
-                                        "schema": {"$ref": "#/components/schemas/Error"}}}}},
+            "schemas": dict(sorted(schemas.items())),
+            "responses": {"Error": {"description": "Error",
+                                    "content": {"application/json": {"schema": ERROR_REF}}}},
             "securitySchemes": {
                 "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "auth.session_token"},
                 "metricsToken": {"type": "http", "scheme": "bearer"}},
@@ -332,8 +524,51 @@ def build():
     }
 
 
+def free_form(schema, comps, seen=()):
+    """True when a schema accepts any JSON (no type, ref, composition, const or enum)."""
+    if not isinstance(schema, dict):
+        return True
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        return name not in seen and free_form(comps.get(name), comps, seen + (name,))
+    return not any(k in schema for k in ("type", "oneOf", "anyOf", "allOf", "const", "enum"))
+
+
+def stats(doc):
+    comps = doc["components"]["schemas"]
+    ops = bodies = answers = 0
+    loose = []
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            ops += 1
+            where = "%s %s" % (method.upper(), path)
+            for mt, m in op.get("requestBody", {}).get("content", {}).items():
+                bodies += 1
+                if free_form(m.get("schema"), comps):
+                    loose.append("%s request %s" % (where, mt))
+            for status, r in op["responses"].items():
+                if not status.startswith("2") and not status.startswith("3"):
+                    continue
+                answers += 1
+                for mt, m in r.get("content", {}).items():
+                    if free_form(m.get("schema"), comps):
+                        loose.append("%s %s %s" % (where, status, mt))
+    print("%d operations, %d request bodies, %d success answers; %d free-form schemas"
+          % (ops, bodies, answers, len(loose)))
+    for line in loose:
+        print("  free-form: " + line)
+
+
 def main():
-    text = json.dumps(build(), indent=1, ensure_ascii=False) + "\n"
+    try:
+        doc = build()
+    except ContractError as e:
+        print("gen_openapi: %s" % e, file=sys.stderr)
+        return 1
+    if "--stats" in sys.argv:
+        stats(doc)
+        return 0
+    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if "--check" in sys.argv:
         if open(OUT, encoding="utf-8").read() != text:
             print("docs/openapi.json is stale: run scripts/gen_openapi.py", file=sys.stderr)

@@ -1,7 +1,7 @@
 -- Member and user search: case-insensitive partial matches on email and display name
 -- (LIKE '%term%' on lower(...)), served by trigram indexes; and the member list's stable order.
 
--- The display name of DECISIONS.md: first and last name joined by a space. IMMUTABLE and a plain
+-- The display name (docs/api.md "Names"): first and last name joined by a space. IMMUTABLE and a plain
 -- SQL body, so the planner inlines it and the expression index below matches queries that
 -- search on lower(user_display_name(first_name, last_name)).
 CREATE FUNCTION user_display_name(first_name text, last_name text) RETURNS text

@@ -40,7 +40,7 @@ CREATE TABLE mentorship_sessions (
     completed_at     timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now(),
-    -- Session spacing (DECISIONS.md): two sessions of one mentorship that are not cancelled may
+    -- Session spacing (docs/api.md): two sessions of one mentorship that are not cancelled may
     -- neither overlap nor leave less than 15 minutes between one's end and the other's start.
     -- Race-safe: the constraint, not a prior SELECT, decides (23P01 -> 409 SESSION_CONFLICT).
     CONSTRAINT mentorship_sessions_spacing

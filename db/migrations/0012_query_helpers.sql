@@ -35,7 +35,7 @@ SELECT s.id, s.mentorship_id, epoch_ms(s.scheduled_at) AS scheduled_ms, s.durati
 FROM mentorship_sessions s
 JOIN mentorship_list_rows ml ON ml.m_id = s.mentorship_id;
 
--- The Organization resource of INTERFACE.md.
+-- The Organization resource of docs/api.md.
 CREATE FUNCTION organization_json(o organizations) RETURNS json
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN json_build_object('id', o.id, 'name', o.name, 'description', o.description,

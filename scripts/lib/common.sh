@@ -92,3 +92,22 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
     return 1
 }
+
+# reference_install: installs the API reference's renderer (docs/reference/package.json, exactly
+# as its package-lock.json pins it, integrity hashes checked) when it is missing or older than
+# the lock; the build embeds it (routes/embed_bundle.py). No install scripts run and React and
+# the other peers are left out: only the prebuilt bundles/redoc.standalone.js is used, which
+# carries them. Without npm it says so and returns 0: the build then serves a page without it.
+reference_install() {
+    local dir="$ROOT/docs/reference"
+    if [ -f "$dir/node_modules/redoc/bundles/redoc.standalone.js" ] &&
+        [ ! "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        log "npm not found: building without the API reference's renderer (docs/reference)"
+        return 0
+    fi
+    log "npm ci (docs/reference)"
+    (cd "$dir" && npm ci --ignore-scripts --omit=peer --no-audit --no-fund --loglevel=error)
+}

@@ -12,6 +12,7 @@ COACHD_PACKAGES=(
     clang libclang-rt-14-dev
     prometheus python3-jsonschema
     nginx openssl systemd
+    chromium # headless, for the API reference page test (tests/api/test_reference_page.py)
 )
 # npm installs the API tests' peers (tests/api/package.json); use the machine's Node.js when it
 # has one, else Debian's.

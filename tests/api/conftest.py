@@ -125,6 +125,11 @@ def make_org(platform_admin):
     return make
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """test_openapi_mutations.py last: it mutates the answers every other test received."""
+    items.sort(key=lambda item: item.module.__name__ == "test_openapi_mutations")
+
+
 def pytest_terminal_summary(terminalreporter):
     """How much of docs/openapi.json the suite's responses exercised."""
     try:
@@ -133,6 +138,12 @@ def pytest_terminal_summary(terminalreporter):
         return
     ops = sum(len(v) for v in openapi_check.DOC["paths"].values())
     terminalreporter.write_line(
-        "openapi: %d responses validated, %d of %d operations seen, %d undocumented statuses: %s"
-        % (openapi_check.CHECKED["responses"], len(openapi_check.CHECKED["operations"]), ops,
+        "openapi: %d responses and %d requests validated, %d of %d operations seen (%d described "
+        "by routes/schemas), %d undocumented statuses of undescribed operations: %s"
+        % (openapi_check.CHECKED["responses"], openapi_check.CHECKED["requests"],
+           len(openapi_check.CHECKED["operations"]), ops, len(openapi_check.DESCRIBED),
            len(openapi_check.UNDOCUMENTED), sorted(openapi_check.UNDOCUMENTED)[:40]))
+    mutations = getattr(terminalreporter.config, "openapi_mutations", None)
+    if mutations:
+        terminalreporter.write_line("openapi mutations: %d recorded answers, %d mutants caught"
+                                    % mutations)

@@ -1,5 +1,6 @@
 """Account authentication: sign-up, sign-in, sign-out, session, the session cookie, the CSRF
-origin check and CORS (INTERFACE.md "Account authentication", DECISIONS.md)."""
+origin check and CORS (docs/api.md "Authentication" and
+"Cross-site requests: the Origin rule")."""
 import hashlib
 import re
 

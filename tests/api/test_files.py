@@ -1,5 +1,5 @@
 """Files on the local driver: presign -> PUT -> register -> attach -> download, the errors of
-INTERFACE.md, access per role, presigned URL tampering and expiry, detach deleting the record and
+docs/api.md "Files", access per role, presigned URL tampering and expiry, detach deleting the record and
 the object, multipart upload (streamed, limits, cut off mid-stream), avatars and logos."""
 import hashlib
 import os

@@ -87,7 +87,7 @@ def sdk_presign(case):
 
 
 def test_s3_presigned_put_is_the_sdks_for_its_upload_headers(s3_base, org):
-    """A registered key's bytes never change (DECISIONS.md): the presigned PUT is bound to
+    """A registered key's bytes never change (docs/api.md "Files"): the presigned PUT is bound to
     If-None-Match: *, so AWS S3 answers 412 to a replay once the object exists. s3rver enforces
     neither the signature nor the condition, so this checks what decides it on S3: the URL coachd
     answers is, byte for byte, the one the AWS SDK presigns for a PUT that sends exactly the

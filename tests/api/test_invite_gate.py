@@ -1,6 +1,7 @@
-"""The invite gate (INTERFACE.md "Invites", Authentication rule 7): while a signed-in user has
-pending, unexpired invites, protected endpoints answer 403 INVITE_GATE; the account routes,
-GET /api/users/me, the invite endpoints and GET /api/me/* stay usable. The gate lifts once
+"""The invite gate (docs/api.md "Invite gate"): while a signed-in user has pending, unexpired
+invites, protected endpoints answer 403 INVITE_GATE; the exempt session routes (sign-out,
+GET /api/users/me, the invitee's invite endpoints, GET /api/me/*) stay usable
+(test_docs_claims.py checks the whole list). The gate lifts once
 every invite is accepted or declined; an expired invite does not gate."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""Invites (INTERFACE.md "Organizations" invite endpoints and "Invites"): create and resend,
+"""Invites (docs/api.md "Invites"): create and resend,
 the organization's pending list, token resolution, the legacy accept that creates the account,
 the caller's pending list, accept and decline by id, and both onboarding flows end to end.
 

@@ -1,4 +1,4 @@
-"""The caller's organization context (INTERFACE.md "Current user context"): memberships,
+"""The caller's organization context (docs/api.md "Current user context"): memberships,
 switching the current organization, the active organization; plus the role matrix of every
 organization-area endpoint."""
 import re

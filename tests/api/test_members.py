@@ -1,5 +1,5 @@
-"""Organization members: list, add, update, disable (INTERFACE.md "Organizations", membership
-states), with the visibility rules: Manager never sees OrganizationAdmins, Coach sees only
+"""Organization members: list, add, update, disable (docs/api.md "Organizations and
+members"), with the visibility rules: Manager never sees OrganizationAdmins, Coach sees only
 active Teachers."""
 import re
 import time

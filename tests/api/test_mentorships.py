@@ -1,5 +1,5 @@
 """Mentorships: list per role and filters, create (roles, 422, 409 and the race on the pair),
-get, PATCH (Coach field rules, status transitions of DECISIONS.md), DELETE (ends, cancels open
+get, PATCH (Coach field rules, status transitions of docs/api.md), DELETE (ends, cancels open
 sessions with notices)."""
 import concurrent.futures
 

@@ -96,7 +96,7 @@ def send_fresh(base, n):
 def test_one_scrape_counts_every_worker():
     n = 60
     mport = free_port()
-    with second_coachd(WORKERS=2, METRICS_TOKEN=TOKEN, METRICS_PORT=mport) as base:
+    with second_coachd(WORKERS=2, METRICS_TOKEN=TOKEN) as base:
         main = Scraper(int(base.rsplit(":", 1)[1]), TOKEN)
         # Both workers report before the requests, so the per-worker deltas below are theirs.
         time.sleep(1.5)  # both workers have published what the start-up probes cost
@@ -133,10 +133,13 @@ def test_one_scrape_counts_every_worker():
         promtool(text)
         main.close()
 
-        # The same on METRICS_PORT's listener, which needs no token.
+    # The same sums on METRICS_PORT's listener, which needs no token.
+    with second_coachd(WORKERS=2, METRICS_PORT=mport) as base:
         side = Scraper(mport)
-        s, text = side.scrape()
-        assert unmatched(s) == n
+        time.sleep(1.5)
+        send_fresh(base, n)
+        s, text = wait_for(side, lambda s: unmatched(s) >= n, "%d unmatched requests" % n)
+        assert unmatched(s) == n, text
         assert len(by_worker(s, "coachd_worker_pid")) == 2
         promtool(text)
         side.close()
@@ -161,7 +164,17 @@ def test_metrics_port_serves_only_metrics():
         assert requests.get(base + "/metrics", timeout=10).status_code == 404
         assert requests.get(base + "/api/auth/session", timeout=10).status_code == 200
 
-    with second_coachd(WORKERS=1, METRICS_PORT=free_port(), METRICS_TOKEN=TOKEN) as base:
+    # With METRICS_PORT, /metrics answers only there: the main port hides it even from the
+    # token, so no proxy in front of the main port can pass it on.
+    mport = free_port()
+    with second_coachd(WORKERS=1, METRICS_PORT=mport, METRICS_TOKEN=TOKEN) as base:
+        r = requests.get(base + "/metrics", headers={"Authorization": "Bearer " + TOKEN},
+                         timeout=10)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "NOT_FOUND", r.text
+        assert requests.get(base + "/metrics", timeout=10).status_code == 404
+        r = requests.get("http://127.0.0.1:%d/metrics" % mport, timeout=10)
+        assert r.status_code == 200 and "coachd_worker_pid" in r.text
+    with second_coachd(WORKERS=1, METRICS_TOKEN=TOKEN) as base:
         assert requests.get(base + "/metrics", timeout=10).status_code == 401
         r = requests.get(base + "/metrics", headers={"Authorization": "Bearer " + TOKEN},
                          timeout=10)

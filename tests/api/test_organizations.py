@@ -1,4 +1,5 @@
-"""Organizations: list, create, get, update, archive (INTERFACE.md "Organizations"), with the
+"""Organizations: list, create, get, update, archive (docs/api.md
+"Organizations and members"), with the
 role rules: PlatformAdmin and Owner any organization, OrganizationAdmin only their own."""
 import re
 import uuid
@@ -253,7 +254,7 @@ def test_invite_gate_applies(make_org, psql):
 
 @pytest.mark.parametrize("header", ["bad", str(uuid.uuid4())])
 def test_bad_org_header(make_org, header):
-    """X-Organization-Id is still checked on these routes (DECISIONS.md "Roles")."""
+    """X-Organization-Id is still checked on these routes (docs/api.md "Organization context")."""
     org = make_org()
     c = org.clients["OrganizationAdmin"]
     r = c.get(org_path(org.id), headers={"X-Organization-Id": header})

@@ -1,5 +1,4 @@
-"""GET /api/users/:id/presence (INTERFACE.md "Presence", DECISIONS.md "Roles" and "Event
-streams"): online while a request was made in the last 60 s, lastSeen the last such moment."""
+"""GET /api/users/:id/presence (docs/api.md "Users", presence): online while a request was made in the last 60 s, lastSeen the last such moment."""
 import re
 import time
 from datetime import datetime, timezone

@@ -1,4 +1,4 @@
-"""Device push tokens (DECISIONS.md "Push notifications"): POST /api/users/me/push-tokens and
+"""Device push tokens (docs/api.md "Push tokens"): POST /api/users/me/push-tokens and
 DELETE /api/users/me/push-tokens/:token."""
 import re
 import uuid

@@ -107,7 +107,7 @@ def test_better_auth_email_verification(ba):
     res = ba.call("sendVerificationEmail", {"email": email})
     assert res["status"] == 200 and "/api/auth/send-verification-email" in res["url"], res
     token = mail.wait_for(email, count=2).token("token=")
-    # DECISIONS.md decides this one: a 302 to the web app's page, where better-auth answers 200
+    # docs/api.md "Real clients": a 302 to the web app's page, where better-auth answers 200
     # without a callbackURL. The client (redirect: manual here) reports the 302 as an error.
     res = ba.call("verifyEmail", {"query": {"token": token}})
     assert res["status"] == 302, res

@@ -1,5 +1,5 @@
 """Sessions: create (roles, mentorship state, validation, the 15-minute rule and its race), list
-per role with filters, get, PATCH (per-role field rules, transitions of DECISIONS.md), DELETE,
+per role with filters, get, PATCH (per-role field rules, transitions of docs/api.md), DELETE,
 the session-update events, the video token (checked by the npm agora-token package) and call
 reactions."""
 import concurrent.futures

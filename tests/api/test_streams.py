@@ -1,5 +1,5 @@
 """Server-Sent Event streams: headers, framing, delivery through Redis, closing rules, and
-fan-out across workers (INTERFACE.md "Events", DECISIONS.md "Event streams")."""
+fan-out across workers (docs/api.md "Event streams")."""
 import contextlib
 import socket
 import time

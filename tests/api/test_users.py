@@ -1,4 +1,4 @@
-"""Users (INTERFACE.md "Users"): PATCH /api/users/me, GET/POST /api/users, GET/PATCH/DELETE
+"""Users (docs/api.md "Users"): PATCH /api/users/me, GET/POST /api/users, GET/PATCH/DELETE
 /api/users/:id, and a role matrix over every endpoint of the area.
 
 Organizations and memberships are made through the API (orgs.new_org)."""

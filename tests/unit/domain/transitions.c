@@ -1,4 +1,4 @@
-/* Unit tests for domain/transitions: every pair of both machines against DECISIONS.md. */
+/* Unit tests for domain/transitions: every pair of both machines against docs/api.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -32,7 +32,7 @@ static void test_mentorship_parse(void **state)
 
 static void test_mentorship_machine(void **state)
 {
-    /* allowed[from][to] written out from DECISIONS.md. */
+    /* allowed[from][to] written out from docs/api.md. */
     static const char *const allowed[] = {
         "pending->pending", "pending->active", "pending->ended", "active->active", "active->paused",
         "active->ended",    "paused->paused",  "paused->active", "paused->ended",  "ended->ended",
