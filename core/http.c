@@ -33,6 +33,7 @@
 
 #include "core/checked.h"
 #include "core/config.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/mem.h"
@@ -96,6 +97,7 @@ struct http_conn {
     int error_status;
     const char *error_code;
     const char *error_msg;
+    char error_text[80]; /* error_msg when it is formatted (the 413 with its limit) */
     size_t head_bytes;
     size_t linger_bytes;
     size_t stream_pending;
@@ -629,9 +631,19 @@ void http_set_body_filter(http_body_filter_fn fn)
 void http_reply(http_req_t *req, int status, const char *ctype, const char *body, size_t len)
 {
     if (!reply_prologue(req, status)) return;
-    if (body_filter && !req->body_plain && len > 0 && ctype &&
-        strncmp(ctype, "application/json", 16) == 0)
-        body = body_filter(req, body, len, &len);
+    bool json = len > 0 && ctype && strncmp(ctype, "application/json", 16) == 0;
+    if (body_filter && !req->body_plain && json) body = body_filter(req, body, len, &len);
+    if (json && !req->body_compact) {
+        /* Every JSON answer goes out compact, PostgreSQL's renderings included (core/json.h);
+         * a body that already is costs one scan and no copy. */
+        size_t at = json_space_at(body, len);
+        if (at < len) {
+            char *copy = arena_alloc(&req->arena, len);
+            memcpy(copy, body, at);
+            len = at + json_compact(copy + at, body + at, len - at);
+            body = copy;
+        }
+    }
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     size_t hlen;
     char *head = build_head(req, status, ctype, no_body ? HEAD_NO_BODY : (long long)len, &hlen);
@@ -1054,11 +1066,27 @@ static bool content_type_is_json(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+void http_size_text(uint64_t bytes, char *out, size_t cap)
+{
+    static const char *const units[] = {"GiB", "MiB", "KiB"};
+    for (int i = 0; i < 3; i++) {
+        uint64_t unit = 1ULL << (10 * (3 - i));
+        if (bytes >= unit && bytes % unit == 0) {
+            snprintf(out, cap, "%llu %s", (unsigned long long)(bytes / unit), units[i]);
+            return;
+        }
+    }
+    snprintf(out, cap, "%llu bytes", (unsigned long long)bytes);
+}
+
 static int refuse_too_large(http_conn_t *c)
 {
+    char limit[HTTP_SIZE_TEXT_MAX];
+    http_size_text(body_limit_of(c->req), limit, sizeof(limit));
+    snprintf(c->error_text, sizeof(c->error_text), "Request body too large (limit %s)", limit);
     c->error_status = 413;
     c->error_code = "PAYLOAD_TOO_LARGE";
-    c->error_msg = "Request body too large";
+    c->error_msg = c->error_text;
     return -1;
 }
 

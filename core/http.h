@@ -105,6 +105,9 @@ struct http_req {
     /* Set by a handler whose JSON body is known to hold nothing the body filter rewrites (a
      * cached page checked once when stored): the reply skips the filter's scan of it. */
     bool body_plain;
+    /* Set by a handler whose JSON body is known to be compact (a cached page, compacted when
+     * stored): the reply skips the scan for white space outside strings. */
+    bool body_compact;
     /* Called once when the client disconnects while the request is pending or streaming. */
     http_req_cb on_gone;
 
@@ -201,6 +204,11 @@ void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t
 void http_reply_json(http_req_t *req, int status, const char *json);
 void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len);
 void http_reply_empty(http_req_t *req, int status);
+/* A byte count in binary units, exactly: the largest of GiB, MiB, KiB that divides it ("500 MiB",
+ * "64 KiB"), else "N bytes". Limits in 413 messages are written this way. */
+#define HTTP_SIZE_TEXT_MAX 32
+void http_size_text(uint64_t bytes, char *out, size_t cap);
+
 /* The error shape of docs/api.md: {"error":{"code","message"}}. */
 void http_reply_error(http_req_t *req, int status, const char *code, const char *message);
 /* details_json: a JSON array text for "details" (validation failures), or NULL. */

@@ -131,3 +131,23 @@ bool text_has_control(const char *s, size_t n)
     }
     return false;
 }
+
+size_t text_ascii_fallback(const char *s, size_t n, char *out)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned char c = u[i];
+        if (c < 0x80) {
+            out[o++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '_' : (char)c;
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t len = utf8_decode(u + i, n - i, &cp);
+        out[o++] = '_';
+        i += len ? len : 1;
+    }
+    out[o] = '\0';
+    return o;
+}

@@ -20,3 +20,8 @@ void text_trim(const char *s, size_t n, size_t *off, size_t *len);
 size_t text_truncate(const char *s, size_t n, size_t max_cp);
 /* True when s[0..n) holds a C0 control (U+0000..U+001F), DEL or a C1 control (U+0080..U+009F). */
 bool text_has_control(const char *s, size_t n);
+/* The ASCII fallback of s[0..n) for a quoted header parameter (Content-Disposition's
+ * filename="..."): printable ASCII is kept except '"' and '\\'; every other character becomes
+ * one '_' (a whole UTF-8 sequence, one code point, is one '_'; an invalid byte is one '_').
+ * out holds n + 1 bytes; returns the length written (NUL-terminated). */
+size_t text_ascii_fallback(const char *s, size_t n, char *out);

@@ -176,8 +176,6 @@ static void publish(http_req_t *req, const chat_ctx_t *x, const char *event, con
 
 /* ---- ids and fields ---- */
 
-/* Path parameter i as a lower-case UUID, else 400. */
-
 static bool is_uuid_v4(const char *s)
 {
     return ids_is_uuid(s) && s[14] == '4' && strchr("89abAB", s[19]) != NULL;
@@ -444,6 +442,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
     const page_entry_t *e =
         page_cache_get(&history_pages, pr->key, page_row_version(r, CHAT_HISTORY_VERSION_VERSION));
     if (e && !needs_urls(e->body, e->len)) {
+        req->body_compact = true; /* stored compact (page_cache_put) */
         http_reply_jsonn(req, 200, e->body, e->len);
         return;
     }
@@ -459,7 +458,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
 static void list_messages(http_req_t *req)
 {
     const char *mid;
-    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid)) return;
     verr_t v = {0};
     const char *q = http_req_query(req, "q");
     const char *ls = http_req_query(req, "limit");
@@ -904,8 +903,7 @@ static void post_message(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     post_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
-        return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -1070,9 +1068,8 @@ static msg_state_t *msg_begin(http_req_t *req, msg_op_t op, size_t size)
 {
     msg_state_t *st = arena_calloc(&req->arena, size);
     st->op = op;
-    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
-        return NULL;
-    if (!path_uuid_ok_or_reply(req, 1, &st->msg_id, "The message id must be a UUID")) return NULL;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id)) return NULL;
+    if (!path_uuid_ok_or_reply(req, 1, &st->msg_id)) return NULL;
     return st;
 }
 
@@ -1126,8 +1123,7 @@ static void remove_reaction(http_req_t *req)
     if (!st) return;
     const char *e = http_req_param(req, 2);
     if (!e || !emoji_ok(e, strlen(e))) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "The emoji must be 1 to 8 characters without spaces");
+        path_param_reply_invalid(req, 2, "must be 1 to 8 characters without spaces");
         return;
     }
     st->emoji = e;
@@ -1166,8 +1162,7 @@ static void receipt_on_loaded(http_req_t *req, db_result_t *r)
 static void read_receipt(http_req_t *req)
 {
     receipt_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id, "The mentorship id must be a UUID"))
-        return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->x.mentorship_id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -1198,7 +1193,7 @@ static void unread(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *mid;
-    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid)) return;
     const char *params[] = {mid, c->user_id};
     db_req_query(req, SQL_CHAT_UNREAD, 2, params, unread_on_loaded);
 }
@@ -1293,7 +1288,7 @@ static void token_on_loaded(http_req_t *req, db_result_t *r)
 static void chat_token(http_req_t *req)
 {
     const char *mid;
-    if (!path_uuid_ok_or_reply(req, 0, &mid, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &mid)) return;
     const char *params[] = {mid};
     db_req_query(req, SQL_CHAT_ACCESS, 1, params, token_on_loaded);
 }

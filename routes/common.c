@@ -9,7 +9,9 @@
 #include "core/json.h"
 #include "core/random.h"
 #include "core/log.h"
+#include "core/router.h"
 #include "db/db.h"
+#include "routes/context.h"
 #include "rt/ratelimit.h"
 #include "domain/crypto.h"
 #include "domain/password.h"
@@ -66,14 +68,71 @@ const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_
     return s;
 }
 
-bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out, const char *message)
+const char *path_param_name(http_req_t *req, int i)
+{
+    const char *p = req->route ? req->route->pattern : NULL;
+    for (int n = 0; p && (p = strchr(p, ':')) != NULL; n++) {
+        p++;
+        size_t len = strcspn(p, "/");
+        if (n == i) return arena_strndup(&req->arena, p, len);
+        p += len;
+    }
+    return "id";
+}
+
+static void reply_one_field(http_req_t *req, const char *field, const char *top,
+                            const char *message)
+{
+    buf_t d = BUF_INIT;
+    buf_puts(&d, "[{\"field\":");
+    buf_json_str(&d, field);
+    buf_puts(&d, ",\"message\":");
+    buf_json_str(&d, message);
+    buf_puts(&d, "}]");
+    char *details = arena_strndup(&req->arena, d.data, d.len);
+    buf_free(&d);
+    http_reply_error_details(req, 400, "VALIDATION_ERROR", top, details);
+}
+
+void reply_field_invalid(http_req_t *req, const char *field, const char *message)
+{
+    reply_one_field(req, field, message, message);
+}
+
+static void path_param_reply(http_req_t *req, int i, const char *top, const char *message)
+{
+    reply_one_field(req, path_param_name(req, i), top, message);
+}
+
+void path_param_reply_invalid(http_req_t *req, int i, const char *message)
+{
+    path_param_reply(req, i, "Invalid path parameter", message);
+}
+
+bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out)
 {
     const char *s = http_req_param(req, i);
     if (s && ids_is_uuid(s)) {
         *out = lower_ascii(req, s);
         return true;
     }
-    http_reply_error(req, 400, "VALIDATION_ERROR", message);
+    path_param_reply(req, i, "Invalid id", "must be a UUID");
+    return false;
+}
+
+bool path_user_id_ok_or_reply(http_req_t *req, int i, bool allow_me, const char **out)
+{
+    const char *s = http_req_param(req, i);
+    if (s && allow_me && strcmp(s, "me") == 0) {
+        *out = context_caller(req)->user_id;
+        return true;
+    }
+    if (s && ids_is_cuid(s)) {
+        *out = s;
+        return true;
+    }
+    path_param_reply(req, i, "Invalid id",
+                     allow_me ? "must be a user id (CUID) or me" : "must be a user id (CUID)");
     return false;
 }
 

@@ -19,6 +19,9 @@ typedef struct verr {
 } verr_t;
 
 void verr_add(verr_t *v, const char *field, const char *message);
+/* Replies 400 VALIDATION_ERROR with `message` and details [{"field": field, "message": message}]:
+ * the one-field failure found after the body's own checks (a stored state, a storage lookup). */
+void reply_field_invalid(http_req_t *req, const char *field, const char *message);
 /* When failures were collected: replies 400 VALIDATION_ERROR with details and returns true. */
 bool verr_reply(http_req_t *req, verr_t *v);
 
@@ -49,9 +52,23 @@ void query_paging(http_req_t *req, verr_t *v, int def, int max, const char **lim
 const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_t *v,
                            bool present_required);
 
-/* Route parameter i as a lower-case UUID in *out. Otherwise replies 400 VALIDATION_ERROR with
- * `message` and returns false. */
-bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out, const char *message);
+/* Path parameters: one rule on every route. A malformed parameter is answered 400
+ * VALIDATION_ERROR with details [{"field": <its name in the route pattern>, "message": ...}]
+ * ("Invalid id" for ids, "Invalid path parameter" for the others: tokens, emoji, object types);
+ * a well-formed one that names nothing the caller may see is the handler's 404. The path is
+ * checked before the body, so a request with both wrong answers about the path. */
+
+/* The name of route parameter i as the route pattern spells it ("id", "userId", ...). */
+const char *path_param_name(http_req_t *req, int i);
+/* Route parameter i as a lower-case UUID in *out; otherwise replies 400 "Invalid id" (detail
+ * "must be a UUID") and returns false. */
+bool path_uuid_ok_or_reply(http_req_t *req, int i, const char **out);
+/* Route parameter i as a user id (CUID), or "me" (the caller's id) when allow_me; otherwise
+ * replies 400 "Invalid id" and returns false. */
+bool path_user_id_ok_or_reply(http_req_t *req, int i, bool allow_me, const char **out);
+/* Replies 400 "Invalid path parameter" with `message` for route parameter i, which is not an
+ * id and failed its own rule. */
+void path_param_reply_invalid(http_req_t *req, int i, const char *message);
 
 /* The one password-hash step (argon2id with a fresh random salt) into out, which holds
  * PASSWORD_ENCODED_MAX bytes; 0 or a DOMAIN_E* code. CPU-heavy: call it on the thread pool

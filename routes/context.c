@@ -297,7 +297,7 @@ static void resolve_session(http_req_t *req)
         if (optional) {
             org = NULL;
         } else {
-            http_reply_error(req, 400, "VALIDATION_ERROR", "X-Organization-Id must be a UUID");
+            reply_field_invalid(req, "X-Organization-Id", "X-Organization-Id must be a UUID");
             return;
         }
     }

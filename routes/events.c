@@ -12,6 +12,7 @@
 #include "db/q_events.h"
 #include "domain/ids.h"
 #include "domain/timefmt.h"
+#include "routes/common.h"
 #include "routes/context.h"
 #include "routes/dbreq.h"
 #include "routes/perm.h"
@@ -58,11 +59,8 @@ static void on_mentorship(http_req_t *req, db_result_t *r)
 
 static void mentorship_events(http_req_t *req)
 {
-    const char *id = req->params[0];
-    if (!ids_is_uuid(id)) {
-        http_reply_error(req, 404, "NOT_FOUND", "Mentorship not found");
-        return;
-    }
+    const char *id;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     caller_t *c = context_caller(req);
     const char *params[] = {id, c->user_id};
     db_req_query(req, SQL_EVENTS_MENTORSHIP_ACCESS, 2, params, on_mentorship);

@@ -64,6 +64,13 @@ uint64_t files_mime_limit(const char *mime)
     return 0;
 }
 
+const char *files_limit_message(http_req_t *req, const char *mime, uint64_t limit)
+{
+    char size[HTTP_SIZE_TEXT_MAX];
+    http_size_text(limit, size, sizeof(size));
+    return arena_printf(&req->arena, "Files of type %s may be at most %s", mime, size);
+}
+
 static bool token_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -163,14 +170,12 @@ static bool file_fields_or_reply(http_req_t *req, json_t *body, verr_t *v, const
     if (verr_reply(req, v)) return false;
     uint64_t limit = files_mime_limit(*mime);
     if (!limit) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         arena_printf(&req->arena, "Unsupported MIME type %s", *mime));
+        reply_field_invalid(req, "mimeType",
+                            arena_printf(&req->arena, "Unsupported MIME type %s", *mime));
         return false;
     }
     if (size_ok && *size > limit) {
-        http_reply_error(req, 413, "PAYLOAD_TOO_LARGE",
-                         arena_printf(&req->arena, "Files of type %s may be at most %llu MB", *mime,
-                                      (unsigned long long)(limit / MIB)));
+        http_reply_error(req, 413, "PAYLOAD_TOO_LARGE", files_limit_message(req, *mime, limit));
         return false;
     }
     return true;
@@ -274,7 +279,7 @@ static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
     reg_state_t *st = req->data;
     caller_t *c = context_caller(req);
     if (rc == STORAGE_ENOENT) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        reply_field_invalid(req, "storageKey", "Nothing was uploaded under storageKey");
         return;
     }
     if (rc != 0) {
@@ -282,8 +287,7 @@ static void reg_on_hash(int rc, uint64_t size, const char *hex, void *data)
         return;
     }
     if (size != st->size) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "The stored object does not have the stated size");
+        reply_field_invalid(req, "sizeBytes", "The stored object does not have the stated size");
         return;
     }
     st->hash = arena_strdup(&req->arena, hex);
@@ -301,7 +305,7 @@ static void reg_on_stat(int rc, uint64_t size, void *data)
     if (!storage_back(req)) return;
     reg_state_t *st = req->data;
     if (rc == STORAGE_ENOENT) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Nothing was uploaded under storageKey");
+        reply_field_invalid(req, "storageKey", "Nothing was uploaded under storageKey");
         return;
     }
     if (rc != 0) {
@@ -309,8 +313,7 @@ static void reg_on_stat(int rc, uint64_t size, void *data)
         return;
     }
     if (size != st->size) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "The stored object does not have the stated size");
+        reply_field_invalid(req, "sizeBytes", "The stored object does not have the stated size");
         return;
     }
     storage_hold(req);
@@ -331,8 +334,8 @@ static void reg_on_check(http_req_t *req, db_result_t *r)
         return;
     }
     if (strcmp(db_get(r, 0, FILES_REG_CHECK_MIME_TYPE), st->mime) != 0) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "mimeType differs from the one the key was presigned for");
+        reply_field_invalid(req, "mimeType",
+                            "mimeType differs from the one the key was presigned for");
         return;
     }
     storage_hold(req);
@@ -401,7 +404,7 @@ static void on_file(http_req_t *req, db_result_t *r)
 static void get_file(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "fileId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id, context_caller(req)->user_id};
     db_req_query(req, SQL_FILES_GET, 2, params, on_file);
 }
@@ -457,11 +460,11 @@ static void on_attach_check(http_req_t *req, db_result_t *r)
     db_req_query(req, SQL_FILES_ATTACH, 4, params, on_attached);
 }
 
-static bool object_type_or_reply(http_req_t *req, const char *t)
+static bool object_type_or_reply(http_req_t *req, int i)
 {
+    const char *t = http_req_param(req, i);
     if (!t || strcmp(t, "mentorship") != 0) {
-        http_reply_error_details(req, 400, "VALIDATION_ERROR", "Validation failed",
-                                 "[{\"field\":\"objectType\",\"message\":\"must be mentorship\"}]");
+        path_param_reply_invalid(req, i, "must be mentorship");
         return false;
     }
     return true;
@@ -470,7 +473,7 @@ static bool object_type_or_reply(http_req_t *req, const char *t)
 static void attach_file(http_req_t *req)
 {
     attach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -527,9 +530,9 @@ static void detach_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 static void detach_file(http_req_t *req)
 {
     detach_state_t *st = arena_calloc(&req->arena, sizeof(*st));
-    if (!path_uuid_ok_or_reply(req, 0, &st->file_id, "fileId must be a UUID")) return;
-    if (!object_type_or_reply(req, http_req_param(req, 1))) return;
-    if (!path_uuid_ok_or_reply(req, 2, &st->object_id, "objectId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &st->file_id)) return;
+    if (!object_type_or_reply(req, 1)) return;
+    if (!path_uuid_ok_or_reply(req, 2, &st->object_id)) return;
     req->data = st;
     const char *params[] = {st->file_id, st->object_id};
     const txreq_stmt_t reads[] = {{SQL_FILES_DETACH_LOCK, 2, params},
@@ -585,7 +588,7 @@ static void on_attachments(http_req_t *req, db_result_t *r)
 static void list_attachments(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "mentorshipId must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id};
     db_req_query(req, SQL_FILES_ATTACHMENTS, 1, params, on_attachments);
 }

@@ -15,6 +15,9 @@
 /* The size limit of an allowed MIME type (docs/api.md "Limits"), 0 when the type is not
  * allowed. mime must be normalized (files_mime_normalize). */
 uint64_t files_mime_limit(const char *mime);
+/* The 413 text for a file over its type's limit, the limit in binary units as it is set
+ * ("Files of type video/mp4 may be at most 500 MiB"), in the arena. */
+const char *files_limit_message(http_req_t *req, const char *mime, uint64_t limit);
 /* "type/subtype" of RFC 6838 token characters, lower-cased into `a`; NULL when malformed or
  * when it carries parameters. */
 const char *files_mime_normalize(arena_t *a, const char *s);

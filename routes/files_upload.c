@@ -42,7 +42,7 @@
 #include "rt/storage.h"
 
 #define MIB (1024ULL * 1024ULL)
-/* The largest file (video, 500 MB) plus room for the other fields and the part headers. */
+/* The largest file (video, 500 MiB) plus room for the other fields and the part headers. */
 #define UPLOAD_BODY_LIMIT (500 * MIB + 64 * 1024)
 
 enum { STOP = 1 }; /* a multipart callback replied and stops the parser */
@@ -65,6 +65,15 @@ static void upload_fail(http_req_t *req, int status, const char *code, const cha
     files_body_abort(&st->body);
     st->failed = true;
     http_reply_error(req, status, code, msg);
+}
+
+/* A failure of the `file` part (one 400 with details on "file"). */
+static void upload_fail_file(http_req_t *req, const char *msg)
+{
+    upload_state_t *st = req->data;
+    files_body_abort(&st->body);
+    st->failed = true;
+    reply_field_invalid(req, "file", msg);
 }
 
 static void up_on_gone(http_req_t *req)
@@ -94,12 +103,12 @@ static int up_on_file_begin(void *ud, const multipart_part_t *p)
     upload_state_t *st = req->data;
     if (!p->name || strcmp(p->name, "file") != 0) return 0; /* other file inputs are skipped */
     if (st->have_file) {
-        upload_fail(req, 400, "VALIDATION_ERROR", "Only one file per upload");
+        upload_fail_file(req, "Only one file per upload");
         return STOP;
     }
     st->have_file = true;
     if (!p->filename[0] || !files_filename_valid(p->filename)) {
-        upload_fail(req, 400, "VALIDATION_ERROR", "file needs a filename of 1-255 characters");
+        upload_fail_file(req, "file needs a filename of 1-255 characters");
         return STOP;
     }
     /* The part's Content-Type without parameters ("text/plain; charset=utf-8"). */
@@ -108,8 +117,8 @@ static int up_on_file_begin(void *ud, const multipart_part_t *p)
     const char *mime = files_mime_normalize(&req->arena, arena_strndup(&req->arena, ct, n));
     st->limit = mime ? files_mime_limit(mime) : 0;
     if (!st->limit) {
-        upload_fail(req, 400, "VALIDATION_ERROR",
-                    arena_printf(&req->arena, "Unsupported MIME type %s", mime ? mime : ct));
+        upload_fail_file(req,
+                         arena_printf(&req->arena, "Unsupported MIME type %s", mime ? mime : ct));
         return STOP;
     }
     st->mime = mime;
@@ -125,9 +134,7 @@ static int up_on_file_data(void *ud, const char *data, size_t len)
     if (!st->body.w) return 0;
     st->got += len;
     if (st->got > st->limit) {
-        upload_fail(req, 413, "PAYLOAD_TOO_LARGE",
-                    arena_printf(&req->arena, "Files of type %s may be at most %llu MB", st->mime,
-                                 (unsigned long long)(st->limit / MIB)));
+        upload_fail(req, 413, "PAYLOAD_TOO_LARGE", files_limit_message(req, st->mime, st->limit));
         return STOP;
     }
     files_body_write(&st->body, data, len);

@@ -76,12 +76,8 @@ _Static_assert((int)INVITE_ACCEPT_ID_OUTCOME == (int)INVITE_DECLINE_ID_OUTCOME &
 /* The organization id of the path, or NULL after replying 400. */
 static const char *org_param_or_reply(http_req_t *req)
 {
-    const char *id = http_req_param(req, 0);
-    if (!id || !ids_is_uuid(id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Organization id must be a UUID");
-        return NULL;
-    }
-    return id;
+    const char *id;
+    return path_uuid_ok_or_reply(req, 0, &id) ? id : NULL;
 }
 
 /* The caller's role for the organization of the path (perm_invite_access()): the global role,
@@ -280,7 +276,9 @@ static void resolve_token(http_req_t *req)
 {
     const char *token = http_req_param(req, 0);
     if (!token || !token_is_wellformed(token)) {
-        http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
+        path_param_reply_invalid(req, 0,
+                                 "must be an invite token (43 to 128 characters of "
+                                 "A-Z, a-z, 0-9, - and _)");
         return;
     }
     char th[TOKEN_HASH_LEN + 1];
@@ -445,11 +443,8 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
 
 static void respond(http_req_t *req, const char *sql)
 {
-    const char *id = http_req_param(req, 0);
-    if (!id || !ids_is_uuid(id)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Invite id must be a UUID");
-        return;
-    }
+    const char *id;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     caller_t *c = context_caller(req);
     if (cfg.invite_require_verified_email && !c->email_verified) {
         /* Only a verified email proves the caller owns the invited mailbox. */

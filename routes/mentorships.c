@@ -195,7 +195,7 @@ static void get_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id, mentoring_show_notes(c)};
     db_req_query(req, SQL_MENTORSHIP_GET, 2, params, on_get);
 }
@@ -284,7 +284,7 @@ static void patch_mentorship(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
@@ -313,7 +313,7 @@ static void patch_mentorship(http_req_t *req)
 static void delete_mentorship(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The mentorship id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->has_status = true;

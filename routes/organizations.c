@@ -91,23 +91,6 @@ static bool in_list(const char *s, const char *const *list)
     return false;
 }
 
-/* Path :id (position i) as a lower-case UUID; replies 400 and returns NULL otherwise. */
-/* Route parameter i as a lower-case UUID (cuid false) or a user id (CUID) in *out; otherwise
- * replies 400 VALIDATION_ERROR with `field` in the details and returns false. */
-static bool path_id_ok_or_reply(http_req_t *req, int i, const char *field, bool cuid,
-                                const char **out)
-{
-    const char *id = http_req_param(req, i);
-    if (id && (cuid ? ids_is_cuid(id) : ids_is_uuid(id))) {
-        *out = cuid ? id : lower_ascii(req, id);
-        return true;
-    }
-    verr_t v = {0};
-    verr_add(&v, field, cuid ? "must be a user id (CUID)" : "must be a UUID");
-    verr_reply(req, &v);
-    return false;
-}
-
 /* An enumerated query parameter; absent or empty: NULL. */
 static const char *query_enum(http_req_t *req, verr_t *v, const char *key,
                               const char *const *allowed, const char *message)
@@ -338,7 +321,7 @@ static void on_org_one(http_req_t *req, db_result_t *r)
 static void get_org(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[4];
     acc_params(req, params, id, ROLES_ADMIN);
     db_req_query(req, SQL_ORG_GET, 4, params, on_org_one);
@@ -353,7 +336,7 @@ static void on_org_changed(http_req_t *req, db_result_t *r)
 static void patch_org(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -383,7 +366,7 @@ static void patch_org(http_req_t *req)
 static void delete_org(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[4];
     acc_params(req, params, id, "{}");
     db_req_query(req, SQL_ORG_ARCHIVE, 4, params, on_org_changed);
@@ -481,7 +464,7 @@ static void on_member_check(http_req_t *req, db_result_t *r)
 static void list_members(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     verr_t v = {0};
     const char *limit, *offset;
     query_paging(req, &v, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, &limit, &offset);
@@ -563,7 +546,7 @@ static void on_member_added(http_req_t *req, db_result_t *r)
 static void add_member(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -615,9 +598,9 @@ static void on_member_updated(http_req_t *req, db_result_t *r)
 static void patch_member(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *user;
-    if (!path_id_ok_or_reply(req, 1, "userId", true, &user)) return;
+    if (!path_user_id_ok_or_reply(req, 1, false, &user)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
@@ -639,9 +622,9 @@ static void patch_member(http_req_t *req)
 static void delete_member(http_req_t *req)
 {
     const char *id;
-    if (!path_id_ok_or_reply(req, 0, "id", false, &id)) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *user;
-    if (!path_id_ok_or_reply(req, 1, "userId", true, &user)) return;
+    if (!path_user_id_ok_or_reply(req, 1, false, &user)) return;
     const char *params[8];
     acc_params(req, params, id, ROLES_ADMIN);
     params[4] = user;

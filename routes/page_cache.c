@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "routes/files.h"
 
@@ -59,6 +60,7 @@ bool page_cache_reply(page_cache_t *c, const char *key, long long version, http_
     /* A page without references is sent as stored: the reply's filter would scan it all (a
      * page is tens of KB) to find none. */
     req->body_plain = !e->refs;
+    req->body_compact = true;
     http_reply_jsonn(req, 200, e->body, e->len);
     return true;
 }
@@ -73,11 +75,11 @@ void page_cache_put(page_cache_t *c, const char *key, long long version, const c
     c->bytes -= e->len;
     *e = (page_entry_t){0};
     if (c->bytes + len > PAGE_CACHE_MAX_BYTES) return;
-    c->bytes += len;
     e->key = xstrdup(key);
     e->version = version;
     e->body = xmalloc(len);
-    memcpy(e->body, body, len);
-    e->len = len;
-    e->refs = files_has_refs(body, len);
+    /* Stored compact, so a hit is sent without the reply's scan (core/json.h). */
+    e->len = json_compact(e->body, body, len);
+    c->bytes += e->len;
+    e->refs = files_has_refs(e->body, e->len);
 }

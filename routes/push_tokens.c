@@ -81,6 +81,10 @@ static void delete_token(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *token = http_req_param(req, 0);
+    if (!token || !token_ok(token)) {
+        path_param_reply_invalid(req, 0, "must be 1 to 255 visible ASCII characters");
+        return;
+    }
     const char *params[] = {token, c->user_id};
     db_req_query(req, SQL_PUSH_TOKEN_DELETE, 2, params, delete_on_done);
 }

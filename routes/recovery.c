@@ -149,7 +149,7 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        reply_field_invalid(req, "token", "Invalid or expired token");
         return;
     }
     /* The deleted sessions' open streams close on every worker. */
@@ -184,7 +184,7 @@ static void reset_on_check(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        reply_field_invalid(req, "token", "Invalid or expired token");
         return;
     }
     offload_run_kind(req, OFFLOAD_PASSWORD, hash_work, reset_on_hashed, req->data);
@@ -200,7 +200,7 @@ static void reset_password(http_req_t *req)
     st->new_password = field_password(req, body, "newPassword", &v, true);
     if (verr_reply(req, &v)) return;
     if (!token_is_wellformed(st->token)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR", "Invalid or expired token");
+        reply_field_invalid(req, "token", "Invalid or expired token");
         return;
     }
     req->data = st;
@@ -295,8 +295,8 @@ static void verify_email(http_req_t *req)
     const char *token = http_req_query(req, "token");
     const char *callback = http_req_query(req, "callbackURL");
     if (callback && *callback && !redirect_allowed(callback)) {
-        http_reply_error(req, 400, "VALIDATION_ERROR",
-                         "callbackURL must be a relative path or a URL of a trusted origin");
+        reply_field_invalid(req, "callbackURL",
+                            "callbackURL must be a relative path or a URL of a trusted origin");
         return;
     }
     req->data = (void *)(callback && *callback ? callback : NULL);

@@ -305,7 +305,7 @@ static void get_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id, mentoring_show_notes(c)};
     db_req_query(req, SQL_SESSION_GET, 2, params, get_on_loaded);
 }
@@ -415,7 +415,7 @@ static void patch_session(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
@@ -447,7 +447,7 @@ static void patch_session(http_req_t *req)
 static void delete_session(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     upd_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->id = id;
     st->is_delete = true;
@@ -503,7 +503,7 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
 static void video_token(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     const char *params[] = {id, "false"};
     db_req_query(req, SQL_SESSION_GET, 2, params, video_on_loaded);
 }
@@ -539,7 +539,7 @@ static void react_on_loaded(http_req_t *req, db_result_t *r)
 static void react(http_req_t *req)
 {
     const char *id;
-    if (!path_uuid_ok_or_reply(req, 0, &id, "The session id must be a UUID")) return;
+    if (!path_uuid_ok_or_reply(req, 0, &id)) return;
     json_t *body;
     if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};

@@ -94,7 +94,7 @@ typedef struct users_state {
     const char *email, *password, *first, *last, *lang;
     char hash[PASSWORD_ENCODED_MAX];
     int rc;
-    /* PATCH /api/users/:id avatar: a file id, or NULL to clear (routes/files.h) */
+    /* PATCH avatar (me and :id): a file id, or NULL to clear (routes/files.h) */
     bool has_avatar;
     const char *avatar;
 } users_state_t;
@@ -150,14 +150,15 @@ static void target_from_row(http_req_t *req, const db_result_t *r, target_t *t)
     t->elsewhere = other && other[0] == 't';
 }
 
-/* The :id parameter ("me" stands for the caller). */
-static void target_init(http_req_t *req, target_t *t)
+/* The :id parameter ("me" stands for the caller); false when it replied 400. */
+static bool target_init_or_replied(http_req_t *req, target_t *t)
 {
     caller_t *c = context_caller(req);
-    const char *id = http_req_param(req, 0);
-    if (!id || strcmp(id, "me") == 0) id = c->user_id;
+    const char *id;
+    if (!path_user_id_ok_or_reply(req, 0, true, &id)) return false;
     t->id = id;
     t->self = strcmp(id, c->user_id) == 0;
+    return true;
 }
 
 static void publish_inactive(http_req_t *req, const char *user_id)
@@ -175,12 +176,18 @@ static bool is_null(json_t *body, const char *key)
     return j && json_is_null(j);
 }
 
+/* firstName or lastName. A last name may be null, which clears it (a one-word name from
+ * sign-up is stored without one, and an answer's lastName null must be accepted back); a first
+ * name may not. */
 static void parse_name(http_req_t *req, json_t *body, const char *key, verr_t *v, users_state_t *st,
                        enum field f)
 {
     if (!json_object_get(body, key)) return;
     if (is_null(body, key)) {
-        verr_add(v, key, "must be 1 to 100 characters");
+        if (f == F_LAST)
+            st->set[f] = true;
+        else
+            verr_add(v, key, "must be 1 to 100 characters");
         return;
     }
     int before = v->n;
@@ -296,6 +303,19 @@ static void parse_timezone(http_req_t *req, json_t *body, verr_t *v, users_state
     st->val[F_TZ] = s;
 }
 
+/* avatar: a file id from POST /api/files/upload, or null to remove it; applied by
+ * files_ref_set before the other fields, the same on PATCH /api/users/me and /:id. */
+static void parse_avatar(http_req_t *req, json_t *body, verr_t *v, users_state_t *st)
+{
+    st->has_avatar = json_has(body, "avatar");
+    if (!st->has_avatar) return;
+    int before = v->n;
+    st->avatar = field_str(req, body, "avatar", v, false, 1, 64, true);
+    if (st->avatar && v->n == before && !ids_is_uuid(st->avatar))
+        verr_add(v, "avatar", "must be a file id");
+    if (st->avatar) st->avatar = lower_ascii(req, st->avatar);
+}
+
 static void parse_status(http_req_t *req, json_t *body, verr_t *v, users_state_t *st)
 {
     if (!json_object_get(body, "status")) return;
@@ -347,6 +367,13 @@ static void patch_me_on_updated(http_req_t *req, db_result_t *r)
                               db_get(r, 0, USER_UPDATE_JSON), db_getlen(r, 0, USER_UPDATE_JSON));
 }
 
+/* The avatar first (its checks may refuse the request), then the other fields, as on
+ * PATCH /api/users/:id. */
+static void patch_me_on_avatar(http_req_t *req, bool ok)
+{
+    if (ok) run_update(req, req->data, patch_me_on_updated);
+}
+
 static void patch_me(http_req_t *req)
 {
     json_t *body;
@@ -376,7 +403,12 @@ static void patch_me(http_req_t *req)
     /* The phone is read with the country sent now, else the stored one. */
     if (country_ok)
         normalize_phone(req, &v, st, st->set[F_COUNTRY] ? st->val[F_COUNTRY] : c->country_code);
+    parse_avatar(req, body, &v, st);
     if (verr_reply(req, &v)) return;
+    if (st->has_avatar) {
+        files_ref_set(req, FILES_REF_AVATAR, st->t.id, st->avatar, patch_me_on_avatar);
+        return;
+    }
     run_update(req, st, patch_me_on_updated);
 }
 
@@ -572,7 +604,7 @@ static void get_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     bool all_orgs = st->t.self || c->global_role != ROLE_NONE;
     const char *params[] = {st->t.id, c->org_id, st->t.self ? "t" : "f", all_orgs ? "t" : "f"};
     db_req_query(req, SQL_USER_GET, 4, params, get_on_row);
@@ -626,22 +658,18 @@ static void patch_on_target(http_req_t *req, db_result_t *r)
 
 static void patch_user(http_req_t *req)
 {
-    json_t *body;
-    if (!json_body_ok_or_reply(req, &body)) return;
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
+    json_t *body;
+    if (!json_body_ok_or_reply(req, &body)) return;
     verr_t v = {0};
     parse_name(req, body, "firstName", &v, st, F_FIRST);
     parse_name(req, body, "lastName", &v, st, F_LAST);
     parse_phone(req, body, &v, st);
     parse_birth_date(req, body, &v, st);
     parse_status(req, body, &v, st);
-    st->has_avatar = json_has(body, "avatar");
-    if (st->has_avatar) {
-        st->avatar = field_str(req, body, "avatar", &v, false, 1, 64, true);
-        if (st->avatar && !ids_is_uuid(st->avatar)) verr_add(&v, "avatar", "must be a file id");
-    }
+    parse_avatar(req, body, &v, st);
     if (verr_reply(req, &v)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, patch_on_target);
@@ -668,7 +696,7 @@ static void delete_user(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, delete_on_target);
 }
@@ -719,7 +747,7 @@ static void get_presence(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     users_state_t *st = state_new(req);
-    target_init(req, &st->t);
+    if (!target_init_or_replied(req, &st->t)) return;
     const char *params[] = {st->t.id, c->org_id};
     db_req_query(req, SQL_USER_TARGET, 2, params, presence_on_target);
 }

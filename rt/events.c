@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/checked.h"
 #include "core/config.h"
+#include "core/json.h"
 #include "core/mem.h"
 #include "rt/redis.h"
 
@@ -233,7 +234,7 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
         buf_json_str(&ev.tail, organization_id);
     }
     buf_puts(&ev.tail, ",\"data\":");
-    buf_puts(&ev.tail, data_json);
+    buf_json_compact(&ev.tail, data_json, strlen(data_json));
     buf_putc(&ev.tail, '}');
     if (pend.nevents == pend.capevents)
         pend.events = grow(pend.events, &pend.capevents, sizeof(*pend.events));

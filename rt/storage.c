@@ -28,6 +28,7 @@
 #include "db/db.h"
 #include "domain/crypto.h"
 #include "domain/sigv4.h"
+#include "domain/text.h"
 #include "rt/curlm.h"
 #include "rt/outbox.h"
 
@@ -289,11 +290,7 @@ char *storage_content_disposition(arena_t *a, const char *filename)
 {
     size_t n = strlen(filename);
     char *ascii = arena_alloc(a, n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)filename[i];
-        ascii[i] = (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') ? '_' : (char)c;
-    }
-    ascii[n] = '\0';
+    text_ascii_fallback(filename, n, ascii);
     return arena_printf(a, "attachment; filename=\"%s\"; filename*=UTF-8''%s", ascii,
                         url_encode(a, filename));
 }

@@ -211,6 +211,9 @@ class SSEStream:
         except AttributeError:
             self._sock = None
         self.comments = []  # comment lines (": ping") seen so far
+        # Events are checked against StreamEvent (stream_check.py); a test that feeds a stream
+        # only events of its own making in bulk (not through publish_event) turns it off.
+        self.check_events = True
         self._events = queue.Queue()
         self._thread = None
         if self.status == 200:
@@ -259,6 +262,9 @@ class SSEStream:
             if ev is None:
                 self._events.put(None)
                 raise AssertionError("SSE stream ended while waiting for %s" % (event or "an event"))
+            if self.check_events:
+                import stream_check  # every event is checked against docs/openapi.json
+                stream_check.check(ev)
             if event is None or ev["event"] == event:
                 return ev
 
@@ -480,7 +486,8 @@ def publish_event(channel, event, data):
     tail = json.dumps({"event": event, "data": data}, separators=(",", ":"))[1:]
     out = redis_cli("EVAL", PUBLISH_ONE, 1, "events:" + channel, channel, tail).split()
     assert int(out[1]) >= 1, "no stream listens on %s" % channel
-    return out[0]
+    import stream_check  # not the server's event: its data is the test's own
+    return stream_check.injected(out[0])
 
 
 def run_command_env(var, *extra):

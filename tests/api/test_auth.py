@@ -165,7 +165,8 @@ def test_users_me_profile_record():
 
 def test_organization_header_rules():
     c, _ = sign_up()
-    assert_error(c.get("/api/users/me", headers={"X-Organization-Id": "not-a-uuid"}), 400)
+    err = assert_error(c.get("/api/users/me", headers={"X-Organization-Id": "not-a-uuid"}), 400)
+    assert [d["field"] for d in err["details"]] == ["X-Organization-Id"], err
     assert_error(c.get("/api/users/me",
                        headers={"X-Organization-Id": "7b0c6b3e-3a52-4f55-9a1e-0d0c43f0a1b2"}), 403)
 

@@ -516,4 +516,5 @@ def test_lists_without_query_parameters_ignore_them(org):
                     (org.client("Coach"), "/api/chat/conversations"),
                     (org.client("Coach"), "/api/files/mentorship/%s/attachments" % m["id"]),
                     (org.client("Coach"), "/api/me/organizations")):
-        assert c.get_json(path, params=noise) == c.get_json(path), path
+        # The noise is undocumented on purpose.
+        assert c.get_json(path, params=noise, openapi_loose=True) == c.get_json(path), path

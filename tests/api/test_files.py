@@ -74,6 +74,8 @@ def test_presign_put_register_attach_download(org, ment):
     assert r.headers["X-Content-Type-Options"] == "nosniff"
     cd = r.headers["Content-Disposition"]
     assert cd.startswith("attachment;") and "filename*=UTF-8''Plan%20%C3%B1.txt" in cd, cd
+    # The ASCII fallback: one "_" per character that is not printable ASCII (ñ is 2 bytes).
+    assert 'filename="Plan _.txt";' in cd, cd
     lst = org.client("Teacher").get_json("/api/files/mentorship/%s/attachments" % ment["id"])
     row = [x for x in lst["data"] if x["fileId"] == fid][0]
     assert row["attachmentId"] == a["attachmentId"] and row["sizeBytes"] == len(data)
@@ -92,16 +94,25 @@ def test_html_download_is_attachment_and_nosniff(org):
     assert r.headers["Content-Disposition"].startswith("attachment; filename=\"x.html\"")
 
 
+def fields(err):
+    return [d["field"] for d in err.get("details", [])]
+
+
 def test_presign_errors(org):
     c = org.client("Teacher")
-    assert_error(c.call("POST", "/api/files/presign", {"filename": "a", "mimeType": "application/x-msdownload",
-                                                       "sizeBytes": 1})[0], 400, "VALIDATION_ERROR")
-    assert_error(c.call("POST", "/api/files/presign", {"filename": "a.mp4", "mimeType": "video/mp4",
-                                                       "sizeBytes": 500 * 1024 * 1024 + 1})[0], 413,
-                 "PAYLOAD_TOO_LARGE")
+    err = assert_error(c.call("POST", "/api/files/presign", {
+        "filename": "a", "mimeType": "application/x-msdownload", "sizeBytes": 1})[0], 400,
+        "VALIDATION_ERROR")
+    assert fields(err) == ["mimeType"], err
+    err = assert_error(c.call("POST", "/api/files/presign", {
+        "filename": "a.mp4", "mimeType": "video/mp4", "sizeBytes": 500 * 1024 * 1024 + 1})[0],
+        413, "PAYLOAD_TOO_LARGE")
+    # The limit is 500 MiB (500 * 2^20 bytes), and the message says so in those units.
+    assert err["message"] == "Files of type video/mp4 may be at most 500 MiB", err
     presign(c, "a.mp4", "video/mp4", 500 * 1024 * 1024)
-    assert_error(c.call("POST", "/api/files/presign", {"filename": "a.png", "mimeType": "image/png",
-                                                       "sizeBytes": 100 * 1024 * 1024 + 1})[0], 413)
+    err = assert_error(c.call("POST", "/api/files/presign", {
+        "filename": "a.png", "mimeType": "image/png", "sizeBytes": 100 * 1024 * 1024 + 1})[0], 413)
+    assert err["message"] == "Files of type image/png may be at most 100 MiB", err
     for body in ({"mimeType": "text/plain", "sizeBytes": 1},
                  {"filename": "a", "sizeBytes": 1},
                  {"filename": "a", "mimeType": "text/plain"},
@@ -126,7 +137,8 @@ def test_register_rules(org):
     body = {"storageKey": p["storageKey"], "filename": "notes.txt", "mimeType": "text/plain",
             "sizeBytes": 5}
     # nothing uploaded yet
-    assert_error(coach.call("POST", "/api/files/register", body)[0], 400)
+    err = assert_error(coach.call("POST", "/api/files/register", body)[0], 400)
+    assert fields(err) == ["storageKey"], err
     requests.put(p["presignedUrl"], data=data, headers={"Content-Type": "text/plain"})
     # another user cannot register the key
     assert_error(other.call("POST", "/api/files/register", body)[0], 403)
@@ -134,7 +146,12 @@ def test_register_rules(org):
     assert_error(coach.call("POST", "/api/files/register",
                             dict(body, storageKey="uploads/x/y.txt"))[0], 403)
     # wrong size
-    assert_error(coach.call("POST", "/api/files/register", dict(body, sizeBytes=4))[0], 400)
+    err = assert_error(coach.call("POST", "/api/files/register", dict(body, sizeBytes=4))[0], 400)
+    assert fields(err) == ["sizeBytes"], err
+    # another type than the one presigned
+    err = assert_error(coach.call("POST", "/api/files/register",
+                                  dict(body, mimeType="text/html"))[0], 400)
+    assert fields(err) == ["mimeType"], err
     coach.post_json("/api/files/register", body, expect=201)
     assert_error(coach.call("POST", "/api/files/register", body)[0], 409, "CONFLICT")
 
@@ -373,8 +390,16 @@ def test_multipart_upload_with_requests_and_charset(org):
 def test_multipart_upload_errors(org):
     c = org.client("Coach")
     assert_error(upload(c, [("prefix", None, None, b"x")], expect=None), 400, "VALIDATION_ERROR")
-    assert_error(upload(c, [("file", "a.exe", "application/x-msdownload", b"MZ")], expect=None), 400)
-    assert_error(upload(c, [("file", "a.bin", None, b"MZ")], expect=None), 400)
+    err = assert_error(upload(c, [("file", "a.exe", "application/x-msdownload", b"MZ")],
+                              expect=None), 400)
+    assert fields(err) == ["file"], err
+    err = assert_error(upload(c, [("file", "a.bin", None, b"MZ")], expect=None), 400)
+    assert fields(err) == ["file"], err
+    err = assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"),
+                                  ("file", "b.txt", "text/plain", b"y")], expect=None), 400)
+    assert fields(err) == ["file"], err
+    err = assert_error(upload(c, [("file", "", "text/plain", b"x")], expect=None), 400)
+    assert fields(err) == ["file"], err
     assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"), ("prefix", None, None, b"../up")],
                         expect=None), 400)
     assert_error(upload(c, [("file", "a.txt", "text/plain", b"x"), ("target", None, None, b"other")],
@@ -409,7 +434,8 @@ def test_multipart_413_while_streaming(org):
     before = psql_value("SELECT count(*) FROM files")
     r = c.post(c.base_url + "/api/files/upload", data=gen(),
                headers={"Content-Type": "multipart/form-data; boundary=%s" % boundary})
-    assert_error(r, 413, "PAYLOAD_TOO_LARGE")
+    err = assert_error(r, 413, "PAYLOAD_TOO_LARGE")
+    assert err["message"] == "Files of type image/png may be at most 100 MiB", err
     wait_until(lambda: tmp_entries() == [], what="partial upload removed")
     assert psql_value("SELECT count(*) FROM files") == before
 
@@ -492,6 +518,33 @@ def test_patch_user_avatar(org):
     # clearing
     c.patch_json("/api/users/%s" % org.uid("Coach2"), {"avatar": None})
     assert c.get_json("/api/users/me")["data"]["avatarUrl"] is None
+
+
+def test_patch_me_avatar_is_applied_like_by_id(org):
+    """`avatar` on PATCH /api/users/me is the same rule as on PATCH /api/users/:id: applied,
+    refused with the same statuses, cleared by null; never accepted and dropped."""
+    c = org.client("Teacher2")
+    uid = org.uid("Teacher2")
+    png, _, _ = upload_presigned(c, b"\x89PNGme", filename="me.png", mime="image/png")
+    d = c.patch_json("/api/users/me", {"avatar": png})["data"]
+    assert d["avatarUrl"] and download(d["avatarUrl"]).content == b"\x89PNGme"
+    assert download(c.get_json("/api/users/me")["data"]["avatarUrl"]).content == b"\x89PNGme"
+    assert psql_value("SELECT avatar_file_id FROM users WHERE id = :'u'", u=uid) == png
+    tid, _, _ = upload_presigned(c, b"text")
+    other, _, _ = upload_presigned(org.client("Coach"), b"\x89PNGo", filename="o.png",
+                                   mime="image/png")
+    for path in ("/api/users/me", "/api/users/%s" % uid):
+        err = assert_error(c.call("PATCH", path, {"avatar": tid})[0], 400, "VALIDATION_ERROR")
+        assert [x["field"] for x in err["details"]] == ["avatar"], err
+        err = assert_error(c.call("PATCH", path, {"avatar": "not-a-file"})[0], 400)
+        assert [x["field"] for x in err["details"]] == ["avatar"], err
+        assert_error(c.call("PATCH", path, {"avatar": other})[0], 403)
+        assert_error(c.call("PATCH", path, {"avatar": "00000000-0000-4000-8000-000000000000"})[0],
+                     404)
+    # A refused avatar changes nothing else.
+    assert c.get_json("/api/users/me")["data"]["avatarUrl"]
+    assert c.patch_json("/api/users/me", {"avatar": None})["data"]["avatarUrl"] is None
+    assert psql_value("SELECT avatar_file_id FROM users WHERE id = :'u'", u=uid) is None
 
 
 def test_forged_storage_reference_is_not_rendered(org):

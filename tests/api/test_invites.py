@@ -246,7 +246,9 @@ def test_list_pending_invites_and_role_rules(org):
 def test_resolve_token(org):
     anon = Client()
     assert_error(anon.get("/api/invites/" + "x" * 43), 404, "NOT_FOUND")
-    assert_error(anon.get("/api/invites/short"), 404, "NOT_FOUND")
+    # A malformed token is a malformed path parameter (test_path_ids.py).
+    err = assert_error(anon.get("/api/invites/short"), 400, "VALIDATION_ERROR")
+    assert [d["field"] for d in err["details"]] == ["token"]
     d = invite(org.clients["OrganizationAdmin"], org.id, unique_email(), "Teacher")["data"]
     data = anon.get_json("/api/invites/%s" % d["inviteToken"])["data"]
     assert data == {"email": d["email"], "roleInOrganization": "Teacher",

@@ -72,6 +72,6 @@ def test_presence_access_rules():
         g, _ = make_platform_admin(role)
         g.get_json("/api/users/%s/presence" % tid)
         g.get_json("/api/users/%s/presence" % u["id"])
-        assert_error(g.get("/api/users/cnotauser000000000000000/presence"), 404, "NOT_FOUND")
-    assert_error(org.clients["Teacher"].get("/api/users/cnotauser000000000000000/presence"), 404)
+        assert_error(g.get("/api/users/cnotauser0000000000000000/presence"), 404, "NOT_FOUND")
+    assert_error(org.clients["Teacher"].get("/api/users/cnotauser0000000000000000/presence"), 404)
     assert_error(Client().get("/api/users/%s/presence" % tid), 401, "UNAUTHENTICATED")

@@ -39,16 +39,21 @@ def test_reset_password_flow_ends_sessions(mail):
     anon = Client()
     assert_error(anon.post("/api/auth/reset-password", json={"token": token, "newPassword": "short"}),
                  400)
-    assert_error(anon.post("/api/auth/reset-password",
-                           json={"token": "A" * 43, "newPassword": "brand-new-pass"}), 400)
+    # An unknown or malformed token is a failure of the field `token`.
+    for bad in ("A" * 43, "not a token"):
+        err = assert_error(anon.post("/api/auth/reset-password",
+                                     json={"token": bad, "newPassword": "brand-new-pass"}), 400)
+        assert [d["field"] for d in err["details"]] == ["token"], err
+        assert err["message"] == "Invalid or expired token", err
     r = anon.post("/api/auth/reset-password", json={"token": token, "newPassword": "brand-new-pass"})
     assert r.status_code == 200, r.text
     assert_error(c.get("/api/users/me"), 401)  # every session of the user ended
     sign_in(email, PASSWORD, expect=401)
     sign_in(email, "brand-new-pass")
     # Single use.
-    assert_error(anon.post("/api/auth/reset-password",
-                           json={"token": token, "newPassword": "another-pass-1"}), 400)
+    err = assert_error(anon.post("/api/auth/reset-password",
+                                 json={"token": token, "newPassword": "another-pass-1"}), 400)
+    assert [d["field"] for d in err["details"]] == ["token"], err
 
 
 def test_reset_token_expires(mail):
@@ -90,7 +95,9 @@ def test_verify_email_link_and_redirects(mail):
     assert parse_qs(urlsplit(again.headers["Location"]).query)["error"] == ["invalid_token"]
     bad = Client().get("/api/auth/verify-email?token=nonsense", allow_redirects=False)
     assert parse_qs(urlsplit(bad.headers["Location"]).query)["error"] == ["invalid_token"]
-    assert_error(Client().get("/api/auth/verify-email?token=x&callbackURL=https://evil.example/"), 400)
+    err = assert_error(
+        Client().get("/api/auth/verify-email?token=x&callbackURL=https://evil.example/"), 400)
+    assert [d["field"] for d in err["details"]] == ["callbackURL"], err
 
 
 def test_verify_email_expired_token(mail):

@@ -10,6 +10,7 @@ import pytest
 
 from chat_fixtures import Chat
 from helpers import RedisSub, SSEStream, psql, redis_cli, second_coachd, free_port
+from stream_check import injected
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +270,8 @@ def test_events_without_a_history_id_pass_live(chat):
     with opened(SSEStream(teacher, mpath(chat))) as s:
         chat.post("Coach", "with history")
         pos = s.next("chat-message")["id"]
-        msg = '{"id":"1795553511299-1a2b-7","event":"chat-message","data":{"body":"old host"}}'
+        msg = '{"id":"%s","event":"chat-message","data":{"body":"old host"}}' % injected(
+            "1795553511299-1a2b-7")
         assert int(redis_cli("PUBLISH", "mentorship:%s" % chat.id, msg)) >= 1
         ev = s.next("chat-message")
         assert ev["data"] == {"body": "old host"} and ev["id"] == "1795553511299-1a2b-7"

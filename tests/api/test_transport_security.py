@@ -346,6 +346,8 @@ def test_two_mib_json_body_gets_a_readable_413():
     status, headers, resp = raw_request(head, body)
     assert status == 413
     assert json.loads(resp)["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    # The text names the route's limit (1 MiB for a JSON body) in binary units.
+    assert json.loads(resp)["error"]["message"] == "Request body too large (limit 1 MiB)", resp
     assert "connection: close" in headers.lower()
     # requests (which sends the whole body first) sees it too.
     r = Client().post("/api/auth/sign-in/email", data=body,

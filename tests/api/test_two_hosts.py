@@ -21,6 +21,7 @@ from chat_fixtures import Chat
 from helpers import (SESSION_COOKIE, Client, SSEStream, assert_error, psql, redis_cli,
                      second_coachd, sign_up, wait_until)
 from orgs import new_org
+from stream_check import injected
 
 
 def relayed(lab, host, url):
@@ -103,7 +104,8 @@ def test_sign_out_on_one_host_closes_its_stream_on_the_other(hosts):
             s.next(timeout=5)
         # The user's other session keeps its stream: it still gets the user's events.
         redis_cli("PUBLISH", "user:%s" % u["id"], json.dumps(
-            {"id": "1-two-hosts-1", "event": "session-update", "data": {"action": "updated"}},
+            {"id": injected("1-two-hosts-1"), "event": "session-update",
+             "data": {"action": "updated"}},
             separators=(",", ":")))  # compact, as coachd publishes
         assert keep.next("session-update")["data"] == {"action": "updated"}
     # B no longer knows the session (its caller cache was told, too).

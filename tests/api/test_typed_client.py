@@ -5,6 +5,7 @@ chat -> file, ts/walk.mts) against this server. Every answer and every request b
 sends is validated against the same document at run time (ts/contract.mts), so drift between the
 document and the server fails here: a field renamed or dropped in the document fails tsc, an
 answer that does not match it fails the walk."""
+import copy
 import json
 import os
 import re
@@ -126,9 +127,12 @@ def event_requires_more(doc):
     for member in (follow(doc, m) for m in item["oneOf"]):
         event = member["properties"]["event"]
         if "chat-message" in event.get("enum", [event.get("const")]):
-            data = follow(doc, member["properties"]["data"])
+            # A copy: the event's data is the ChatMessage component, which the post's answer
+            # uses too, and only the event is to drift.
+            data = copy.deepcopy(follow(doc, member["properties"]["data"]))
             data.setdefault("properties", {})["notSent"] = {"type": "string"}
             data["required"] = data.get("required", []) + ["notSent"]
+            member["properties"]["data"] = data
             return "an event that does not match the document"
     raise AssertionError("no chat-message event in the document")
 

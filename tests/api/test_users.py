@@ -115,6 +115,50 @@ def test_patch_me_validation():
                         headers={"Content-Type": "application/json"})[0], 400)
 
 
+# The fields PATCH /api/users/me takes (the rest of an answer is not a profile field).
+PATCH_ME_FIELDS = {"firstName", "lastName", "preferredLanguage", "phone", "birthDate",
+                   "countryCode", "timezone"}
+
+
+def test_one_word_name_round_trips():
+    """Sign-up's `name` is split at the first space; a one-word name stores lastName null, and
+    what GET /api/users/me answers is accepted back by PATCH as it is (null clears a field)."""
+    c, u = sign_up(name="Plato")
+    me = c.get_json("/api/users/me")["data"]
+    assert me["firstName"] == "Plato" and me["lastName"] is None
+    assert psql_value("SELECT last_name FROM users WHERE id = :'id'", id=u["id"]) is None
+    back = {k: v for k, v in me.items() if k in PATCH_ME_FIELDS}
+    assert back["lastName"] is None and back["phone"] is None and back["birthDate"] is None
+    d = c.patch_json("/api/users/me", back)["data"]
+    assert d["firstName"] == "Plato" and d["lastName"] is None
+    again = c.get_json("/api/users/me")["data"]
+    assert {k: again[k] for k in back} == back
+    # null clears a last name that is set; firstName null stays a validation failure.
+    assert c.patch_json("/api/users/me", {"lastName": "of Athens"})["data"]["lastName"] == \
+        "of Athens"
+    assert c.patch_json("/api/users/me", {"lastName": None})["data"]["lastName"] is None
+    assert psql_value("SELECT last_name FROM users WHERE id = :'id'", id=u["id"]) is None
+    err = assert_error(c.call("PATCH", "/api/users/me", {"firstName": None})[0], 400,
+                       "VALIDATION_ERROR")
+    assert fields(err) == ["firstName"]
+    # Two words and more: the first word, then the rest.
+    _, u2 = sign_up(name="Ana Maria de la Cruz")
+    assert (u2.get("firstName"), u2.get("lastName")) in (("Ana", "Maria de la Cruz"), (None, None))
+    assert psql("SELECT first_name, last_name FROM users WHERE id = :'id'", id=u2["id"]) == \
+        [("Ana", "Maria de la Cruz")]
+
+
+def test_patch_user_by_id_accepts_null_last_name(org):
+    oa = org.clients["OrganizationAdmin"]
+    tid = org.uid("Teacher")
+    oa.patch_json("/api/users/%s" % tid, {"lastName": "Set"})
+    assert oa.get_json("/api/users/%s" % tid)["data"]["lastName"] == "Set"
+    oa.patch_json("/api/users/%s" % tid, {"lastName": None, "phone": None, "birthDate": None})
+    assert oa.get_json("/api/users/%s" % tid)["data"]["lastName"] is None
+    err = assert_error(oa.call("PATCH", "/api/users/%s" % tid, {"firstName": None})[0], 400)
+    assert fields(err) == ["firstName"]
+
+
 def test_patch_me_needs_session_and_passes_invite_gate_rules(org):
     assert_error(Client().call("PATCH", "/api/users/me", {"firstName": "X"})[0], 401,
                  "UNAUTHENTICATED")
@@ -349,7 +393,7 @@ def test_get_user_self_and_scope(org):
     # Another organization's user: 403; unknown: 404.
     assert_error(org.clients["OrganizationAdmin"].get(
         "/api/users/%s" % other.users["Manager"]["id"]), 403, "FORBIDDEN")
-    assert_error(org.clients["Manager"].get("/api/users/cnotauser000000000000000"), 404,
+    assert_error(org.clients["Manager"].get("/api/users/cnotauser0000000000000000"), 404,
                  "NOT_FOUND")
     assert_error(t.get("/api/users/%s" % org.users["Coach"]["id"]), 403, "FORBIDDEN")
 
@@ -386,7 +430,7 @@ def test_patch_user_profile(org):
                         {"firstName": "X"})[0], 403, "FORBIDDEN")
     assert_error(org.clients["Coach"].call("PATCH", "/api/users/%s" % tid,
                                            {"firstName": "X"})[0], 403, "FORBIDDEN")
-    assert_error(m.call("PATCH", "/api/users/cnotauser000000000000000", {"firstName": "X"})[0],
+    assert_error(m.call("PATCH", "/api/users/cnotauser0000000000000000", {"firstName": "X"})[0],
                  404, "NOT_FOUND")
     other = new_org()
     assert_error(other.clients["OrganizationAdmin"].call(
@@ -449,7 +493,7 @@ def test_delete_user_archives(org):
     sign_in(t["email"], expect=401)
     # Again: still archived, still 200.
     assert oa.delete_json("/api/users/%s" % t["id"]) == {"success": True}
-    assert_error(oa.call("DELETE", "/api/users/cnotauser000000000000000")[0], 404, "NOT_FOUND")
+    assert_error(oa.call("DELETE", "/api/users/cnotauser0000000000000000")[0], 404, "NOT_FOUND")
     assert_error(oa.call("DELETE", "/api/users/%s" % org.users["OrganizationAdmin"]["id"])[0], 403)
     assert_error(oa.call("DELETE", "/api/users/me")[0], 403)
     other = new_org()

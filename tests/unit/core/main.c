@@ -11,5 +11,6 @@ int main(void)
     failed += run_config_tests();
     failed += run_netaddr_tests();
     failed += run_metrics_tests();
+    failed += run_json_tests();
     return failed ? 1 : 0;
 }

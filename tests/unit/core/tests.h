@@ -13,3 +13,4 @@ int run_arena_tests(void);
 int run_config_tests(void);
 int run_netaddr_tests(void);
 int run_metrics_tests(void);
+int run_json_tests(void);

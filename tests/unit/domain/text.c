@@ -110,12 +110,37 @@ static void test_has_control(void **state)
     assert_false(text_has_control(S("a\xC2\xA0"))); /* U+00A0 is not a control */
 }
 
+static void test_ascii_fallback(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(text_ascii_fallback(S("report.pdf"), out), 10);
+    assert_string_equal(out, "report.pdf");
+    /* One code point, one '_', whatever its UTF-8 length (2, 3 and 4 bytes). */
+    text_ascii_fallback(S("caf\xC3\xA9.pdf"), out);
+    assert_string_equal(out, "caf_.pdf");
+    text_ascii_fallback(S("\xE2\x82\xAC 5.txt"), out);
+    assert_string_equal(out, "_ 5.txt");
+    text_ascii_fallback(S("\xF0\x9F\x98\x80.png"), out);
+    assert_string_equal(out, "_.png");
+    text_ascii_fallback(S("r\xC3\xA9sum\xC3\xA9 final.txt"), out);
+    assert_string_equal(out, "r_sum_ final.txt");
+    /* Quotes, backslashes and controls would break the quoted parameter. */
+    text_ascii_fallback(S("a\"b\\c\td\x7f"), out);
+    assert_string_equal(out, "a_b_c_d_");
+    /* An invalid byte is one '_' each; a truncated sequence at the end too. */
+    text_ascii_fallback(S("x\xff\x80y\xC3"), out);
+    assert_string_equal(out, "x__y_");
+    assert_int_equal(text_ascii_fallback(S(""), out), 0);
+    assert_string_equal(out, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_valid),  cmocka_unit_test(test_cp_count),
         cmocka_unit_test(test_trim),        cmocka_unit_test(test_truncate),
-        cmocka_unit_test(test_has_control),
+        cmocka_unit_test(test_has_control), cmocka_unit_test(test_ascii_fallback),
     };
     return cmocka_run_group_tests_name("domain/text", tests, NULL, NULL);
 }
