@@ -212,15 +212,17 @@ def test_event_has_one_id_on_every_channel():
     separate events of at most 64 channels."""
     chat = Chat()
     tag = uuid.uuid4().hex[:10]
+    # Ids in the CUID form the API answers ('c' and 24 lower-case base-36 characters).
     psql("INSERT INTO users (id, email, first_name, last_name)"
-         " SELECT 'evid' || :'t' || i, 'evid' || :'t' || i || '@example.com', 'Admin', i::text"
-         " FROM generate_series(1, 61) i", t=tag)
+         " SELECT 'cevid' || :'t' || lpad(i::text, 10, '0'), 'evid' || :'t' || i || '@example.com',"
+         " 'Admin', i::text FROM generate_series(1, 61) i", t=tag)
     psql("INSERT INTO organization_memberships (organization_id, user_id,"
          " role_in_organization, membership_status)"
-         " SELECT :'o', 'evid' || :'t' || i, 'Manager', 'active' FROM generate_series(1, 61) i",
+         " SELECT :'o', 'cevid' || :'t' || lpad(i::text, 10, '0'), 'Manager', 'active'"
+         " FROM generate_series(1, 61) i",
          o=chat.org.id, t=tag)
     users = [chat.uid(k) for k in ("Coach", "Teacher", "OrganizationAdmin", "Manager")]
-    users += ["evid%s%d" % (tag, i) for i in range(1, 62)]
+    users += ["cevid%s%010d" % (tag, i) for i in range(1, 62)]
     chans = ["mentorship:%s" % chat.id] + ["user:%s" % u for u in users]
     with RedisSub(*chans) as sub:
         posted = [chat.post("Coach", "one id %d" % i)["id"] for i in range(5)]
