@@ -65,227 +65,9 @@ ERROR = {
     },
 }
 
-USER = {"type": "object", "required": ["id", "email", "name"],
-        "properties": {"id": {"type": "string"}, "email": {"type": "string"},
-                       "name": {"type": "string"}, "emailVerified": {"type": "boolean"},
-                       "createdAt": {"type": "string"}}}
-SESSION = {"type": "object", "required": ["id", "userId", "expiresAt"],
-           "properties": {"id": {"type": "string"}, "userId": {"type": "string"},
-                          "expiresAt": {"type": "string"}}}
-AUTH_RESULT = {"type": "object", "required": ["user"],
-               "properties": {"user": {"$ref": "#/components/schemas/User"},
-                              "session": {"$ref": "#/components/schemas/Session"}}}
-SESSION_OR_NULL = {"type": "object", "required": ["session", "user"], "properties": {
-    "session": {"oneOf": [{"$ref": "#/components/schemas/Session"}, {"type": "null"}]},
-    "user": {"oneOf": [{"$ref": "#/components/schemas/User"}, {"type": "null"}]}}}
-ANY_JSON = {"description": "JSON answer (not described field by field yet)"}
-
-EVENTS = ("The stream is text/event-stream. The first frame is `retry: 3000`; then events as "
-          "`id`, `event` and `data` (one JSON object) lines, and a `ping` event every 25 seconds. "
-          "Event types: chat-message, chat-message-updated, chat-message-deleted, "
-          "chat-reaction-added, chat-reaction-removed, session-update, call-reaction "
-          "(mentorship stream), ping, reset; one event is described by "
-          "components/schemas/StreamEvent (`x-itemSchema`, OpenAPI 3.2's itemSchema). Every "
-          "event's `id` is its id in this stream's history (`<ms>-<seq>`, increasing); a ping "
-          "carries the id of the stream's last event. A reconnect with `Last-Event-ID` (or "
-          "`?lastEventId=`) gets the events it missed, in order and once, before live ones; an "
-          "id the history cannot serve (older than the last 1000 events and 10 minutes, unknown, "
-          "or Redis unavailable) gets one `reset` event instead: refetch, then go on. The stream "
-          "closes when its session ends, the user becomes inactive or loses access. See "
-          "docs/api.md, \"Event ids, replay and reset\".")
-
-STREAM_PARAMS = [
-    {"name": "Last-Event-ID", "in": "header", "required": False,
-     "description": "Id of the last event received on this stream: the events after it are "
-                    "replayed first (EventSource sends it on its own reconnects)",
-     "schema": {"type": "string"}},
-    {"name": "lastEventId", "in": "query", "required": False,
-     "description": "Same as Last-Event-ID, for a browser EventSource opened anew (it cannot "
-                    "set headers); the header wins when both are sent",
-     "schema": {"type": "string"}},
-]
-
-EVENT_ID = {"type": "string", "pattern": "^[0-9]+-[0-9]+$"}
-
-
-def event(names, data, desc):
-    return {"type": "object", "description": desc, "required": ["event", "data"],
-            "properties": {"id": EVENT_ID, "event": {"enum": names}, "data": data}}
-
-
-STREAM_EVENT = {"oneOf": [
-    event(["chat-message", "chat-message-updated"], {"type": "object"},
-          "A chat message (docs/api.md, \"Chat\")"),
-    event(["chat-message-deleted", "chat-reaction-added", "chat-reaction-removed"],
-          {"type": "object"}, "A chat change"),
-    event(["session-update"], {"type": "object", "required": ["action", "mentorshipId"],
-                               "properties": {"action": {"const": "updated"},
-                                              "mentorshipId": {"type": "string"}}},
-          "A session of the mentorship changed"),
-    event(["call-reaction"], {"type": "object", "required": ["emoji", "userId", "sessionId"],
-                              "properties": {"emoji": {"type": "string"},
-                                             "userId": {"type": "string"},
-                                             "sessionId": {"type": "string"}}},
-          "An emoji reaction during a call (mentorship stream)"),
-    event(["ping"], {"const": ""}, "Every 25 seconds; its id is the stream's position"),
-    event(["reset"], {"type": "object", "required": ["reason"], "properties": {
-        "reason": {"enum": ["too-old", "unknown-id", "unavailable"]}}},
-        "Events may have been missed and cannot be replayed: refetch (GET the chat messages "
-        "and what the screen shows), then go on with the events that follow"),
-]}
-
-
-def stream_op(summary):
-    return {"summary": summary, "description": EVENTS, "parameters": STREAM_PARAMS,
-            "responses": {"200": {"description": "Event stream", "content": {
-                "text/event-stream": {
-                    # The stream is text; each event in it is a StreamEvent (OpenAPI 3.2 says so
-                    # with itemSchema, 3.1 has only the extension and JSON Schema's
-                    # contentSchema).
-                    "schema": {"type": "string", "contentMediaType": "text/event-stream",
-                               "contentSchema": {"$ref": "#/components/schemas/StreamEvent"}},
-                    "x-itemSchema": {"$ref": "#/components/schemas/StreamEvent"}}}}}}
-
-
-def body(props, required):
-    return {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "required": required,
-        "properties": {k: {"type": v} for k, v in props.items()}}}}}
-
-
-def ok(schema=None, status="200", desc="OK"):
-    if schema is None:
-        return {status: {"description": desc, "content": {"application/json": {"schema": {}}}}}
-    return {status: {"description": desc, "content": {"application/json": {"schema": schema}}}}
-
-
-CHECK = {"enum": ["ok", "error"]}
-HEALTH = {"type": "object", "required": ["status", "version", "checks", "env"], "properties": {
-    "status": {"enum": ["ok", "degraded"]}, "version": {"type": "string"},
-    "checks": {"type": "object",
-               "required": ["database", "cache", "storage", "mail", "video", "env"],
-               "properties": {k: CHECK for k in
-                              ("database", "cache", "storage", "mail", "video", "env")}},
-    "env": {"type": "object", "required": ["environment", "missingRequired", "missingGroups"],
-            "properties": {"environment": {"enum": ["development", "deployed"]},
-                           "missingRequired": {"type": "array", "items": {"type": "string"}},
-                           "missingGroups": {"type": "array", "items": {"type": "string"}}}}}}
-PROBE_OK = {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}},
-            "additionalProperties": False}
-PROBE_DOWN = {"type": "object", "required": ["status"],
-              "properties": {"status": {"const": "unavailable"}}, "additionalProperties": False}
-
-
-# Details of operations beyond what the route table says: (method, pattern) -> fields.
-DETAILS = {
-    ("post", "/api/auth/sign-up/email"): {
-        "summary": "Create an account and sign in",
-        "requestBody": body({"email": "string", "password": "string", "name": "string",
-                             "preferredLanguage": "string"}, ["email", "password", "name"]),
-        "responses": ok({"$ref": "#/components/schemas/AuthResult"})},
-    ("post", "/api/auth/sign-in/email"): {
-        "summary": "Sign in with email and password; sets the session cookie",
-        "requestBody": body({"email": "string", "password": "string"}, ["email", "password"]),
-        "responses": ok({"$ref": "#/components/schemas/AuthResult"})},
-    ("get", "/api/auth/session"): {
-        "summary": "The caller's session, or nulls when signed out",
-        "responses": ok({"$ref": "#/components/schemas/SessionOrNull"})},
-    ("get", "/api/auth/get-session"): {
-        "summary": "better-auth's client path: the session, or null when signed out",
-        "responses": ok({"oneOf": [{"$ref": "#/components/schemas/SessionOrNull"},
-                                   {"type": "null"}]})},
-    ("post", "/api/auth/forget-password"): {
-        "summary": "Send a password reset link (200 whether or not the email exists)",
-        "requestBody": body({"email": "string", "redirectTo": "string"}, ["email"])},
-    ("post", "/api/auth/request-password-reset"): {
-        "summary": "better-auth's client path for forget-password",
-        "requestBody": body({"email": "string", "redirectTo": "string"}, ["email"])},
-    ("post", "/api/auth/reset-password"): {
-        "summary": "Set a new password with a reset token",
-        "requestBody": body({"token": "string", "newPassword": "string"},
-                            ["token", "newPassword"])},
-    ("post", "/api/users/me/password"): {
-        "summary": "Change the caller's password; other sessions end",
-        "requestBody": body({"currentPassword": "string", "newPassword": "string"},
-                            ["currentPassword", "newPassword"])},
-    ("post", "/api/auth/change-password"): {
-        "summary": "better-auth's client path for POST /api/users/me/password",
-        "requestBody": body({"currentPassword": "string", "newPassword": "string",
-                             "revokeOtherSessions": "boolean"},
-                            ["currentPassword", "newPassword"])},
-    ("get", "/api/auth/verify-email"): {
-        "summary": "Mark the email verified; 302 to the web app",
-        "responses": {"302": {"description": "Redirect to FRONTEND_URL/email-verification"}}},
-    ("get", "/api/events/users/me/events"): stream_op("The caller's event stream (SSE)"),
-    ("get", "/api/events/mentorships/:mentorshipId/events"):
-        stream_op("A mentorship's event stream (SSE)"),
-    ("get", "/metrics"): {
-        "summary": "Prometheus metrics of every worker (Bearer METRICS_TOKEN on the main port, "
-                   "404 when unset; without a token on METRICS_PORT's own listener)",
-        "security": [{"metricsToken": []}],
-        "responses": {"200": {"description": "Prometheus text format 0.0.4",
-                              "content": {"text/plain": {"schema": {"type": "string"}}}}}},
-    ("post", "/api/files/presign"): {
-        "summary": "A presigned PUT URL for a new storage key (then PUT the bytes, then register)",
-        "requestBody": body({"filename": "string", "mimeType": "string", "sizeBytes": "integer",
-                             "prefix": "string"}, ["filename", "mimeType", "sizeBytes"]),
-        "responses": ok({"type": "object", "required": ["data"], "properties": {"data": {
-            "type": "object",
-            "required": ["presignedUrl", "storageKey", "expiresIn", "uploadHeaders"],
-            "properties": {
-                "presignedUrl": {"type": "string"}, "storageKey": {"type": "string"},
-                "expiresIn": {"type": "integer"},
-                "uploadHeaders": {
-                    "description": "The headers the PUT to presignedUrl must send, exactly as "
-                                   "given: Content-Type, and If-None-Match: * on the s3 driver "
-                                   "(S3 then refuses to overwrite the object)",
-                    "type": "object", "required": ["Content-Type"],
-                    "properties": {"Content-Type": {"type": "string"},
-                                   "If-None-Match": {"const": "*"}},
-                    "additionalProperties": False}}}}})},
-    ("get", "/api/health"): {
-        "summary": "Every check (X-Client-Key); 503 when one fails (development: database or "
-                   "cache). Not for load balancers: use /api/health/ready",
-        "parameters": [{"name": "X-Client-Key", "in": "header", "required": False,
-                        "schema": {"type": "string"}}],
-        "responses": {**ok(HEALTH), **ok(HEALTH, "503", "Degraded")}},
-    ("post", "/api/setup/first-run"): {
-        "summary": "Create the first PlatformAdmin, once (production: X-Setup-Token, else 403)",
-        "parameters": [{"name": "X-Setup-Token", "in": "header", "required": False,
-                        "description": "Production only: must equal SETUP_TOKEN",
-                        "schema": {"type": "string"}}],
-        "requestBody": body({"email": "string", "password": "string", "name": "string",
-                             "preferredLanguage": "string"}, ["email", "password", "name"])},
-    ("get", "/api/health/live"): {
-        "summary": "Liveness for orchestrators: 200 while the process serves (no client key)",
-        "responses": ok(PROBE_OK)},
-    ("get", "/api/health/ready"): {
-        "summary": "Readiness for load balancers: 200 when the database and Redis answer and "
-                   "the migrations are applied, else 503 (no client key; mail, storage and "
-                   "video never fail it)",
-        "responses": {**ok(PROBE_OK), **ok(PROBE_DOWN, "503", "Not ready")}},
-    ("get", "/api/openapi.json"): {
-        "summary": "This document",
-        "responses": ok({"type": "object", "required": ["openapi", "paths"],
-                         "properties": {"openapi": {"type": "string"},
-                                        "paths": {"type": "object"}}})},
-}
-
-ERROR_STATUSES = {
-    "AUTH_PUBLIC": ["400", "401", "403", "404", "409", "410", "422", "429"],
-    "AUTH_OPTIONAL": ["400", "401", "403", "404", "409", "429"],
-    "AUTH_SESSION": ["400", "401", "403", "404", "409", "422", "429"],
-    "AUTH_ORG": ["400", "401", "403", "404", "409", "422", "429"],
-}
-
-
 SCHEMA_DIR = os.path.join(ROOT, "routes", "schemas")
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 UUID = {"type": "string", "format": "uuid"}
-# Statuses of the connection rather than of an operation (request head or body too slow, an
-# Expect other than 100-continue, request head too large): any route may answer them, so they are
-# described once in info.description, not per operation.
-TRANSPORT_STATUSES = ("408", "417", "431")
 
 
 class ContractError(Exception):
@@ -305,7 +87,7 @@ def load_areas():
 
 
 def components(areas):
-    out = {}
+    out = {"Error": ERROR}  # built from docs/api.md's table of codes, never by an area
     for area, c in areas.items():
         for name, schema in c.get("schemas", {}).items():
             if name in out:
@@ -349,7 +131,10 @@ def described_op(spec, method, pattern, auth, role):
             params.append({"name": n, "in": where, "required": bool(p.get("required", False)),
                            **({"description": p["description"]} if "description" in p else {}),
                            "schema": p["schema"]})
-    if auth == "AUTH_ORG":
+    session = auth in ("AUTH_SESSION", "AUTH_ORG")
+    if session and "X-Organization-Id" not in spec.get("headers", {}):
+        # The guard reads it on every session route (malformed: 400; an organization the
+        # caller is not in: 403; none by that id: 404), and organization routes act in it.
         params.append({"name": "X-Organization-Id", "in": "header", "required": False,
                        "description": "The organization this request acts in (else the "
                                       "caller's current organization)",
@@ -376,14 +161,18 @@ def described_op(spec, method, pattern, auth, role):
     for status, when in spec.get("errors", {}).items():
         responses.setdefault(status, error_response(when))
     auto = []
-    if params or "request" in spec or auth == "AUTH_ORG":
-        auto.append(("400", "A malformed parameter or body field (`details` names each one)"
-                     + ("; ORG_CONTEXT_REQUIRED without organization context"
-                        if auth == "AUTH_ORG" else "")))
-    if auth in ("AUTH_SESSION", "AUTH_ORG"):
+    if params or "request" in spec or session:
+        auto.append(("400", "A malformed parameter, header or body field (`details` names each "
+                            "one)" + ("; ORG_CONTEXT_REQUIRED without organization context"
+                                      if auth == "AUTH_ORG" else "")))
+    if session:
         auto.append(("401", "No valid session"))
         auto.append(("403", "The caller may not do this (role, organization access), or "
                             "INVITE_GATE while invitations are pending"))
+        auto.append(("404", "X-Organization-Id names no organization"))
+    elif method in ("post", "put", "patch", "delete"):
+        auto.append(("403", "A cross-site request: it carries a cookie and an Origin (or "
+                            "Referer) that is not trusted"))
     if json_body:
         auto.append(("413", "The body is over the route's limit"))
         auto.append(("415", "The body is not application/json"))
@@ -402,32 +191,6 @@ def described_op(spec, method, pattern, auth, role):
 ROLE_NAMES = {"ROLE_TEACHER": "Teacher", "ROLE_COACH": "Coach", "ROLE_MANAGER": "Manager",
               "ROLE_ORG_ADMIN": "OrganizationAdmin", "ROLE_PLATFORM_ADMIN": "PlatformAdmin",
               "ROLE_OWNER": "Owner"}
-
-
-def legacy_op(method, pattern, auth):
-    """An operation of a route whose area has no contract file yet (loose answers)."""
-    d = dict(DETAILS.get((method, pattern), {}))
-    op = {"summary": d.pop("summary", "%s %s" % (method.upper(), pattern))}
-    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
-              for n in re.findall(r":(\w+)", pattern)]
-    params += d.pop("parameters", [])
-    if auth == "AUTH_ORG":
-        params.append({"name": "X-Organization-Id", "in": "header", "required": False,
-                       "description": "Organization context", "schema": {"type": "string"}})
-    if params:
-        op["parameters"] = params
-    responses = d.pop("responses", None) or {
-        "200": {"description": "Success", "content": {"application/json": {"schema": {}}}},
-        "201": {"description": "Created", "content": {"application/json": {"schema": {}}}},
-        "204": {"description": "No content"}}
-    if pattern == "/api/files/local":
-        responses = {"200": {"description": "File bytes"}, "201": {"description": "Stored"},
-                     "204": {"description": "Stored"}}
-    for st in ERROR_STATUSES[auth] + ["413", "415", "500", "503"]:
-        responses.setdefault(st, {"$ref": "#/components/responses/Error"})
-    op["responses"] = responses
-    op.update(d)
-    return op
 
 
 def refs(node):
@@ -472,10 +235,10 @@ def build():
         if found is not None and found[0] != area:
             raise ContractError("%s is in routes/schemas/%s.json, its route in routes/%s"
                                 % (key, found[0], src))
-        if found is not None:
-            op = described_op(found[1], method, pattern, auth, role)
-        else:
-            op = legacy_op(method, pattern, auth)
+        if found is None:
+            raise ContractError("%s (routes/%s) has no entry in routes/schemas/%s.json"
+                                % (key, src, area))
+        op = described_op(found[1], method, pattern, auth, role)
         if role in ROLE_NAMES:
             who = "Minimum role: %s." % ROLE_NAMES[role]
             op["description"] = (op["description"] + "\n\n" + who) if "description" in op else who
@@ -494,10 +257,14 @@ def build():
         tags[area] = areas.get(area, {}).get("tag", "routes/%s" % src)
     if specs:
         raise ContractError("operations without a route: %s" % ", ".join(sorted(specs)))
-    schemas = {"Error": ERROR, "User": USER, "Session": SESSION, "AuthResult": AUTH_RESULT,
-               "SessionOrNull": SESSION_OR_NULL, "StreamEvent": STREAM_EVENT}
-    schemas.update(components(areas))
+    schemas = components(areas)
     schemas = used(schemas, paths)
+    shared = {"securitySchemes": {
+        "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "auth.session_token"},
+        "metricsToken": {"type": "http", "scheme": "bearer"}}}
+    if "#/components/responses/Error" in json.dumps(paths):
+        shared["responses"] = {"Error": {"description": "Error", "content": {
+            "application/json": {"schema": ERROR_REF}}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "coachd API", "version": "1",
@@ -515,11 +282,7 @@ def build():
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(schemas.items())),
-            "responses": {"Error": {"description": "Error",
-                                    "content": {"application/json": {"schema": ERROR_REF}}}},
-            "securitySchemes": {
-                "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "auth.session_token"},
-                "metricsToken": {"type": "http", "scheme": "bearer"}},
+            **shared,
         },
     }
 

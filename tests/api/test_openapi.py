@@ -1,6 +1,6 @@
-"""The OpenAPI document: served as built, current with the route tables, valid JSON Schema, and
-the responses of a sample of operations match it (every Client response is checked too:
-openapi_check.py)."""
+"""The OpenAPI document: served as built, current with the route tables and routes/schemas,
+complete (no schema that accepts anything), valid JSON Schema, clean under redocly's stricter
+rules, and the checks of openapi_check.py (run on every exchange of the suite) can fail."""
 import json
 import os
 import subprocess
@@ -25,6 +25,48 @@ def test_document_is_current_with_the_route_tables():
     out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_openapi.py"),
                           "--check"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def load_generator():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gen_openapi", os.path.join(ROOT, "scripts", "gen_openapi.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+def test_generator_refuses_a_route_without_contract_and_a_contract_without_route():
+    gen = load_generator()
+    areas = gen.load_areas()
+
+    def build_with(change):
+        changed = json.loads(json.dumps(areas))
+        change(changed)
+        gen.load_areas = lambda: changed
+        return gen.build
+
+    gen.build()  # as committed
+    with pytest.raises(gen.ContractError, match="has no entry"):
+        build_with(lambda a: a["users"]["operations"].pop("GET /api/users/:id"))()
+    with pytest.raises(gen.ContractError, match="without a route"):
+        build_with(lambda a: a["users"]["operations"].__setitem__(
+            "GET /api/users/:id/nothing", a["users"]["operations"]["GET /api/users/:id"]))()
+    with pytest.raises(gen.ContractError, match="undefined component"):
+        build_with(lambda a: a["users"]["operations"]["GET /api/users/:id"]["responses"][
+            "200"].__setitem__("schema", {"$ref": "#/components/schemas/Nothing"}))()
+
+
+def test_no_schema_accepts_anything():
+    """Every request body and success answer says what it holds (SSE streams and file bytes by
+    media type); --stats lists those that do not, and the list must be empty."""
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_openapi.py"),
+                          "--stats"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].endswith("; 0 free-form schemas"), out.stdout
+    gen = load_generator()
+    assert gen.free_form({}, {}) and gen.free_form({"description": "x"}, {})
+    assert not gen.free_form({"type": "object"}, {})
 
 
 def test_every_schema_is_valid_2020_12():
@@ -55,6 +97,10 @@ def test_validation_catches_a_drift():
     Fake.status_code = 400
     with pytest.raises(AssertionError, match="does not match"):
         openapi_check.check("GET", "http://x/api/users/me", Fake())
+    # A success status the operation does not document.
+    Fake.status_code = 201
+    with pytest.raises(AssertionError, match="does not document"):
+        openapi_check.check("GET", "http://x/api/users/me", Fake())
 
 
 def test_main_responses_validate():
@@ -65,18 +111,34 @@ def test_main_responses_validate():
     assert openapi_check.CHECKED["responses"] > 0
 
 
-def test_redocly_lint_passes():
-    """`redocly lint` (@redocly/cli, pinned in package.json) with its recommended rules
-    (redocly.yaml; the one problem ignored on purpose is in .redocly.lint-ignore.yaml): exit 0,
-    no error and no warning (its JSON report; banners about Node.js go to stderr)."""
+def redocly_lint(path, here):
+    env = dict(os.environ, REDOCLY_TELEMETRY="off", REDOCLY_SUPPRESS_UPDATE_NOTICE="true")
+    out = subprocess.run(["npx", "--no-install", "redocly", "lint", path, "--format=json"],
+                         cwd=here, env=env, capture_output=True, text=True, timeout=120)
+    return out.returncode, json.loads(out.stdout) if out.stdout.strip() else out.stderr
+
+
+def test_redocly_lint_passes(tmp_path):
+    """`redocly lint` (@redocly/cli, pinned in package.json) with the rules of redocly.yaml
+    (recommended, operation ids, 4xx answers, and no media type without a schema nor an empty
+    schema; the one problem ignored on purpose is in .redocly.lint-ignore.yaml): exit 0, no error
+    and no warning (its JSON report; banners about Node.js go to stderr). A copy of the document
+    with one answer's schema emptied fails it."""
     here = os.path.dirname(os.path.abspath(__file__))
     assert os.path.isdir(os.path.join(here, "node_modules", "@redocly", "cli")), \
         "run `npm ci` in tests/api first (scripts/test does)"
-    env = dict(os.environ, REDOCLY_TELEMETRY="off", REDOCLY_SUPPRESS_UPDATE_NOTICE="true")
-    out = subprocess.run(["npx", "--no-install", "redocly", "lint", "../../docs/openapi.json",
-                          "--format=json"],
-                         cwd=here, env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    report = json.loads(out.stdout)
+    rc, report = redocly_lint("../../docs/openapi.json", here)
+    assert rc == 0, report
     assert report["totals"]["errors"] == 0 and report["totals"]["warnings"] == 0, report
     assert report["problems"] == [], report
+
+    doc = json.load(open(os.path.join(ROOT, "docs", "openapi.json")))
+    doc["paths"]["/api/users/me"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"] = {}
+    broken = tmp_path / "openapi.json"
+    broken.write_text(json.dumps(doc))
+    rc, report = redocly_lint(str(broken), here)
+    emptied = [p for p in report["problems"] if p["ruleId"] == "rule/schema-not-empty"]
+    assert rc != 0 and len(emptied) == 1, report
+    assert emptied[0]["location"][0]["pointer"].startswith("#/paths/~1api~1users~1me/get/"), \
+        emptied
