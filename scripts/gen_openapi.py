@@ -7,6 +7,8 @@ errors, and the component schemas it owns; routes/README.md, "The contract", has
     scripts/gen_openapi.py           rewrite docs/openapi.json
     scripts/gen_openapi.py --check   exit 1 when docs/openapi.json is not what it would write
     scripts/gen_openapi.py --stats   how much of the document is described (and what is not)
+    scripts/gen_openapi.py --format  rewrite routes/schemas/*.json in their one layout (2-space
+                                     JSON, keys in the order written); the tests refuse others
 
 Run it after adding a route or changing a contract file; the API tests fail while the document
 is stale, and this script fails while a route has no operation or an operation no route."""
@@ -322,7 +324,25 @@ def stats(doc):
         print("  free-form: " + line)
 
 
+def canonical(contract):
+    return json.dumps(contract, indent=2, ensure_ascii=False) + "\n"
+
+
+def format_contracts():
+    for f in sorted(glob.glob(os.path.join(SCHEMA_DIR, "*.json"))):
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        want = canonical(json.loads(text))
+        if want != text:
+            with open(f, "w", encoding="utf-8") as fh:
+                fh.write(want)
+            print("formatted %s" % os.path.relpath(f, ROOT))
+
+
 def main():
+    if "--format" in sys.argv:
+        format_contracts()
+        return 0
     try:
         doc = build()
     except ContractError as e:

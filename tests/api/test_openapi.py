@@ -57,6 +57,23 @@ def test_generator_refuses_a_route_without_contract_and_a_contract_without_route
             "200"].__setitem__("schema", {"$ref": "#/components/schemas/Nothing"}))()
 
 
+def test_contract_files_are_in_their_one_layout():
+    """routes/schemas/*.json as `scripts/gen_openapi.py --format` writes them, with only the
+    members the generator reads (a misspelt member would be ignored silently)."""
+    gen = load_generator()
+    known_ops = {"summary", "description", "operationId", "path", "query", "headers", "request",
+                 "responses", "errors", "security"}
+    for f in sorted(os.listdir(gen.SCHEMA_DIR)):
+        text = open(os.path.join(gen.SCHEMA_DIR, f), encoding="utf-8").read()
+        contract = json.loads(text)
+        assert text == gen.canonical(contract), "%s: run scripts/gen_openapi.py --format" % f
+        assert set(contract) <= {"tag", "schemas", "operations"}, (f, sorted(contract))
+        for key, op in contract.get("operations", {}).items():
+            assert set(op) <= known_ops, (f, key, sorted(set(op) - known_ops))
+            for status, r in op["responses"].items():
+                assert set(r) <= {"description", "schema", "content", "headers"}, (f, key, status)
+
+
 def test_no_schema_accepts_anything():
     """Every request body and success answer says what it holds (SSE streams and file bytes by
     media type); --stats lists those that do not, and the list must be empty."""
