@@ -94,39 +94,3 @@ export function expectOk<T>(
   }
   return result.data as T;
 }
-
-// ---- request bodies the document does not describe yet --------------------------------------
-
-type Method = "get" | "put" | "post" | "patch" | "delete";
-type NoJsonBody<O> = O extends { requestBody?: infer B }
-  ? [NonNullable<B>] extends [never] ? true : false
-  : false;
-// "POST /api/mentorships" for every operation whose request body the document leaves out.
-export type UndocumentedBody = {
-  [P in keyof paths]: {
-    [M in Method]: NoJsonBody<paths[P][M]> extends true ? `${Uppercase<M>} ${P & string}` : never;
-  }[Method];
-}[keyof paths];
-
-// Sends `body` with a call whose operation has no request body in the document, which the
-// typed client cannot express (its body type is `never`). `name` only accepts such operations:
-// once the document describes the body, this call stops compiling and the walk passes the body
-// to the typed client instead, where tsc checks it. Each use is listed in the walk's summary.
-export async function undocumentedBody<R>(
-  contract: Contract,
-  name: UndocumentedBody,
-  body: object,
-  call: (fetchWithBody: (request: Request) => Promise<Response>) => Promise<R>,
-): Promise<R> {
-  const [method = "", template = ""] = name.split(" ");
-  if (contract.operation(method, template).node.requestBody !== undefined) {
-    throw new ContractError(`${name}: the document describes this body now; send it typed`);
-  }
-  contract.unchecked.push(name);
-  const text = JSON.stringify(body);
-  return call((request) => {
-    const headers = new Headers(request.headers);
-    headers.set("content-type", "application/json");
-    return fetch(new Request(request, { body: text, headers }));
-  });
-}

@@ -71,7 +71,6 @@ export class Contract {
   private strictAjv: Ajv2020;
   private compiled = new Map<string, ValidateFunction>();
   readonly seen = new Set<string>(); // "POST /api/x 201"
-  readonly unchecked: string[] = []; // request bodies the document describes none for
 
   constructor(path: string) {
     const parsed = JSON.parse(readFileSync(path, "utf8")) as Json;

@@ -10,8 +10,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Agent, setGlobalDispatcher } from "undici";
 import { Contract, ContractError } from "./contract.mjs";
-import { Person, expectOk, undocumentedBody } from "./client.mjs";
-import { arr, bool, data, known, nullable, num, obj, str } from "./shapes.mjs";
+import { Person, expectOk } from "./client.mjs";
 import { EventStream } from "./streams.mjs";
 
 function env(name: string): string {
@@ -26,35 +25,6 @@ function check(cond: boolean, what: string): void {
 
 const SESSION_COOKIE = "auth.session_token";
 const PASSWORD = "correct horse battery";
-
-// Shapes of the answers the document still leaves free-form (see shapes.mts): only the fields
-// the walk reads, as INTERFACE.md and the handlers give them.
-const UserSummary = obj({ id: str, email: str, firstName: str, lastName: nullable(str) });
-const Organization = obj({ id: str, name: str, status: str });
-const Invite = obj({ id: str, email: str, roleInOrganization: str, status: str,
-  inviteToken: str });
-const InviteInfo = obj({ email: str, roleInOrganization: str, organizationName: str,
-  status: str, isAvailable: bool, hasAccount: bool });
-const PendingInvite = obj({ id: str, organizationId: str, organizationName: str,
-  roleInOrganization: str, status: str });
-const Accepted = obj({ id: str, organizationId: str, roleInOrganization: str, status: str });
-const Me = obj({ id: str, email: str, role: nullable(str), currentOrganizationId: nullable(str) });
-const Mentorship = obj({ id: str, organizationId: str, coachId: str, teacherId: str, status: str,
-  title: nullable(str) });
-const Session = obj({ id: str, mentorshipId: str, scheduledAt: str, durationMinutes: num,
-  status: str, videoChannel: nullable(str) });
-const SessionDetail = obj({ id: str, status: str, mentorship: obj({ id: str }),
-  coach: UserSummary, teacher: UserSummary });
-const Preview = obj({ id: str, senderId: str, body: nullable(str) });
-const Message = obj({ id: str, mentorshipId: str, senderId: str, body: str,
-  clientMessageId: nullable(str), replyToMessageId: nullable(str), replyTo: nullable(Preview) });
-const History = obj({ data: arr(Message), meta: obj({ hasMore: bool }) });
-const Unread = obj({ data: obj({ mentorshipId: str, unreadCount: num }) });
-const Registered = obj({ fileId: str });
-const Attached = obj({ attachmentId: str, fileId: str, objectType: str, objectId: str });
-const FileInfo = obj({ id: str, filename: str, mimeType: str, sizeBytes: num, sha256Hash: str,
-  presignedUrl: str });
-const Attachment = obj({ attachmentId: str, fileId: str, filename: str, presignedUrl: str });
 
 function step(name: string): void {
   console.log(`- ${name}`);
@@ -89,32 +59,31 @@ async function main(): Promise<void> {
 
   step("organization: a PlatformAdmin creates one");
   const orgName = `Typed ${tag}`;
-  const org = known(expectOk("create organization",
-    await admin.api.POST("/api/organizations", { body: { name: orgName } }), 201),
-    data(Organization));
+  const org = expectOk("create organization",
+    await admin.api.POST("/api/organizations", { body: { name: orgName } }), 201);
   check(org.data.name === orgName && org.data.status === "active", "the organization as created");
   admin.org = org.data.id;
 
   step("invite: the coach and the teacher");
   const invite = async (email: string, role: "Coach" | "Teacher") =>
-    known(expectOk(`invite ${email}`, await admin.api.POST("/api/organizations/{id}/invites", {
+    expectOk(`invite ${email}`, await admin.api.POST("/api/organizations/{id}/invites", {
       params: { path: { id: org.data.id } }, body: { email, roleInOrganization: role },
-    }), 201), data(Invite));
+    }), 201);
   const coachInvite = await invite(coachUser.email, "Coach");
   const teacherInvite = await invite(teacherUser.email, "Teacher");
   check(coachInvite.data.status === "pending" && coachInvite.data.roleInOrganization === "Coach",
     "a pending Coach invite");
 
   step("invite: the coach accepts from its pending list");
-  const pending = known(expectOk("my pending invites",
-    await coach.api.GET("/api/invites/my-pending", {}), 200), data(arr(PendingInvite)));
+  const pending = expectOk("my pending invites",
+    await coach.api.GET("/api/invites/my-pending", {}), 200);
   const mine = pending.data.find((i) => i.id === coachInvite.data.id);
   check(mine !== undefined && mine.organizationName === orgName,
     "the invite is pending for the coach");
-  const accepted = known(expectOk("accept (coach)",
+  const accepted = expectOk("accept (coach)",
     await coach.api.POST("/api/invites/{id}/accept", {
       params: { path: { id: coachInvite.data.id } },
-    }), 200), data(Accepted));
+    }), 200);
   check(accepted.data.status === "accepted" && accepted.data.organizationId === org.data.id,
     "the coach's invite accepted");
 
@@ -122,9 +91,9 @@ async function main(): Promise<void> {
   // The token is answered outside production only (the test server is not production).
   const token = teacherInvite.data.inviteToken;
   if (token === undefined) throw new ContractError("the invite answer carries no inviteToken");
-  const info = known(expectOk("resolve token", await anonymous.api.GET("/api/invites/{token}", {
+  const info = expectOk("resolve token", await anonymous.api.GET("/api/invites/{token}", {
     params: { path: { token } },
-  }), 200), data(InviteInfo));
+  }), 200);
   check(info.data.isAvailable && info.data.hasAccount && info.data.organizationName === orgName,
     "the token resolves to an available invite for an existing account");
   expectOk("accept (teacher)", await teacher.api.POST("/api/invites/{id}/accept", {
@@ -132,81 +101,81 @@ async function main(): Promise<void> {
   }), 200);
 
   step("the accepted organization is the coach's current one");
-  const me = known(expectOk("me", await coach.api.GET("/api/users/me", {}), 200), data(Me));
+  const me = expectOk("me", await coach.api.GET("/api/users/me", {}), 200);
   check(me.data.currentOrganizationId === org.data.id && me.data.role === "Coach",
     `current organization and role: ${JSON.stringify(me.data)}`);
 
   step("mentorship: the coach proposes one, an administrator activates it");
-  const created = known(expectOk("create mentorship", await coach.api.POST("/api/mentorships", {
+  const created = expectOk("create mentorship", await coach.api.POST("/api/mentorships", {
     body: { organizationId: org.data.id, coachId: coachUser.id, teacherId: teacherUser.id,
       title: "Typed walk" },
-  }), 201), data(Mentorship));
+  }), 201);
   check(created.data.status === "pending" && created.data.coachId === coachUser.id &&
     created.data.teacherId === teacherUser.id, "a pending mentorship of the pair");
   const mentorshipId = created.data.id;
-  const active = known(expectOk("activate mentorship", await admin.api.PATCH(
+  const active = expectOk("activate mentorship", await admin.api.PATCH(
     "/api/mentorships/{id}", { params: { path: { id: mentorshipId } }, body: { status: "active" } },
-  ), 200), data(Mentorship));
+  ), 200);
   check(active.data.status === "active", "the mentorship is active");
 
   step("session: the coach schedules one, the teacher confirms it");
   const at = new Date(Date.now() + 24 * 3600 * 1000);
   at.setUTCSeconds(0, 0);
-  const session = known(expectOk("create session", await coach.api.POST("/api/sessions", {
+  const session = expectOk("create session", await coach.api.POST("/api/sessions", {
     body: { mentorshipId, scheduledAt: at.toISOString(), durationMinutes: 45 },
-  }), 201), data(Session));
+  }), 201);
   check(session.data.status === "scheduled" && session.data.durationMinutes === 45 &&
     Date.parse(session.data.scheduledAt) === at.getTime() && session.data.videoChannel !== null,
     "a scheduled session with a video channel");
-  const detail = known(expectOk("session detail", await teacher.api.GET("/api/sessions/{id}", {
+  const detail = expectOk("session detail", await teacher.api.GET("/api/sessions/{id}", {
     params: { path: { id: session.data.id } },
-  }), 200), data(SessionDetail));
+  }), 200);
   check(detail.data.mentorship.id === mentorshipId && detail.data.coach.id === coachUser.id &&
     detail.data.teacher.id === teacherUser.id && detail.data.teacher.firstName === "Teo" &&
     detail.data.teacher.lastName === null, "the session's mentorship and participants");
-  const confirmed = known(expectOk("confirm session", await teacher.api.PATCH("/api/sessions/{id}", {
+  const confirmed = expectOk("confirm session", await teacher.api.PATCH("/api/sessions/{id}", {
     params: { path: { id: session.data.id } }, body: { status: "confirmed" },
-  }), 200), data(obj({ status: str })));
+  }), 200);
   check(confirmed.data.status === "confirmed", "the teacher confirmed");
 
   step("chat: a message (seen on the teacher's event stream), a reply, the history, unread " +
     "and the read receipt");
   const stream = await EventStream.open(teacher, contract, mentorshipId);
   const clientMessageId = randomUUID();
-  const first = known(expectOk("post message",
+  const first = expectOk("post message",
     await coach.api.POST("/api/mentorships/{id}/chat/messages", {
       params: { path: { id: mentorshipId } },
       body: { body: "Hello from the typed client", clientMessageId },
-    }), 201), data(Message));
+    }), 201);
   check(first.data.clientMessageId === clientMessageId && first.data.senderId === coachUser.id,
     "the message as sent");
   const event = await stream.next("chat-message");
   stream.close();
-  check(event.event === "chat-message" && known(event.data, Message).id === first.data.id &&
+  check(event.event === "chat-message" && event.data.id === first.data.id &&
     event.id !== undefined, "the message's event, with its id, on the teacher's stream");
-  const reply = known(expectOk("post reply",
+  const reply = expectOk("post reply",
     await teacher.api.POST("/api/mentorships/{id}/chat/messages", {
       params: { path: { id: mentorshipId } },
       body: { body: "Hi!", replyToMessageId: first.data.id },
-    }), 201), data(Message));
+    }), 201);
   check(reply.data.replyTo !== null && reply.data.replyTo.id === first.data.id,
     "the reply carries its parent's preview");
-  const history = known(expectOk("history",
+  const history = expectOk("history",
     await coach.api.GET("/api/mentorships/{id}/chat/messages", {
       params: { path: { id: mentorshipId } },
-    }), 200), History);
+    }), 200);
   check(history.data.map((m) => m.id).join() === [reply.data.id, first.data.id].join() &&
     !history.meta.hasMore, "the history, newest first");
-  const unread = known(expectOk("unread", await coach.api.GET("/api/mentorships/{id}/chat/unread", {
+  const unread = expectOk("unread", await coach.api.GET("/api/mentorships/{id}/chat/unread", {
     params: { path: { id: mentorshipId } },
-  }), 200), Unread);
+  }), 200);
   check(unread.data.unreadCount === 1 && unread.data.mentorshipId === mentorshipId,
     `one unread message for the coach: ${JSON.stringify(unread)}`);
   expectOk("read receipt", await coach.api.PATCH("/api/mentorships/{id}/chat/read-receipt", {
     params: { path: { id: mentorshipId } }, body: { lastReadMessageId: reply.data.id },
   }), 204);
-  const after = known(expectOk("unread after the receipt", await coach.api.GET(
-    "/api/mentorships/{id}/chat/unread", { params: { path: { id: mentorshipId } } }), 200), Unread);
+  const after = expectOk("unread after the receipt", await coach.api.GET(
+    "/api/mentorships/{id}/chat/unread", { params: { path: { id: mentorshipId } } }), 200);
   check(after.data.unreadCount === 0, "nothing unread after the receipt");
 
   step("file: presign, PUT the bytes, register, attach, read back");
@@ -219,18 +188,18 @@ async function main(): Promise<void> {
     method: "PUT", body: bytes, headers: { ...presigned.data.uploadHeaders },
   });
   check(put.ok, `PUT to the presigned URL: ${put.status}`);
-  const registered = known(expectOk("register", await coach.api.POST("/api/files/register", {
+  const registered = expectOk("register", await coach.api.POST("/api/files/register", {
     body: { storageKey: presigned.data.storageKey, filename: "walk.txt", mimeType: "text/plain",
       sizeBytes: bytes.length },
-  }), 201), data(Registered));
+  }), 201);
   const fileId = registered.data.fileId;
-  const attached = known(expectOk("attach", await coach.api.POST("/api/files/{fileId}/attach", {
+  const attached = expectOk("attach", await coach.api.POST("/api/files/{fileId}/attach", {
     params: { path: { fileId } }, body: { objectType: "mentorship", objectId: mentorshipId },
-  }), 201), data(Attached));
+  }), 201);
   check(attached.data.fileId === fileId && attached.data.objectId === mentorshipId, "attached");
-  const file = known(expectOk("get file", await teacher.api.GET("/api/files/{fileId}", {
+  const file = expectOk("get file", await teacher.api.GET("/api/files/{fileId}", {
     params: { path: { fileId } },
-  }), 200), data(FileInfo));
+  }), 200);
   const sha = createHash("sha256").update(bytes).digest("hex");
   check(file.data.sizeBytes === bytes.length && file.data.sha256Hash === sha &&
     file.data.filename === "walk.txt", "the file's record");
@@ -238,17 +207,13 @@ async function main(): Promise<void> {
   if (url === null) throw new ContractError("the file's record has no download URL");
   const got = await fetch(url);
   check(got.ok && Buffer.from(await got.arrayBuffer()).equals(bytes), "the bytes read back");
-  const list = known(expectOk("attachments", await teacher.api.GET(
+  const list = expectOk("attachments", await teacher.api.GET(
     "/api/files/mentorship/{mentorshipId}/attachments", { params: { path: { mentorshipId } } }),
-  200), data(arr(Attachment)));
+  200);
   check(list.data.length === 1 && list.data[0]?.fileId === fileId, "the mentorship's attachment");
 
   console.log(`walk done in ${Date.now() - started} ms: ${contract.seen.size} operation+status ` +
     "pairs checked against the document");
-  if (contract.unchecked.length) {
-    console.log("request bodies sent unchecked, the document describes none: " +
-      [...new Set(contract.unchecked)].join(", "));
-  }
 }
 
 main().catch((e: unknown) => {
