@@ -31,11 +31,9 @@ const char *mentoring_show_notes(const caller_t *c)
     return perm_notes_visible(&a) ? "true" : "false";
 }
 
-bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset)
+void mentoring_paging(http_req_t *req, verr_t *v, const char **limit, const char **offset)
 {
-    verr_t v = {0};
-    query_paging(req, &v, MENTORING_LIMIT_DEFAULT, MENTORING_LIMIT_MAX, limit, offset);
-    return !verr_reply(req, &v);
+    query_paging(req, v, MENTORING_LIMIT_DEFAULT, MENTORING_LIMIT_MAX, limit, offset);
 }
 
 void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col)

@@ -10,6 +10,7 @@
 #include "core/http.h"
 #include "db/db.h"
 #include "db/q_mentoring.h"
+#include "routes/common.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/perm.h"
@@ -32,8 +33,9 @@ bool mentoring_readable_or_replied(http_req_t *req, const db_result_t *r, perm_t
 bool mentoring_changeable_or_replied(txreq_t *tx, const db_result_t *r);
 
 /* limit (default 50, 1..200) and offset (default 0, 0..2^31-1) from the query string, as
- * decimal text into the arena. On failure replies 400 VALIDATION_ERROR and returns false. */
-bool mentoring_page_or_reply(http_req_t *req, const char **limit, const char **offset);
+ * decimal text into the arena; a bad one is added to v, which the caller answers together with
+ * its filters' failures. */
+void mentoring_paging(http_req_t *req, verr_t *v, const char **limit, const char **offset);
 
 /*
  * Lists render their items in C from plain columns (as the member list does): building the

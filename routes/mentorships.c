@@ -93,8 +93,8 @@ static void list_mentorships(http_req_t *req)
 {
     caller_t *c = context_caller(req);
     const char *limit, *offset;
-    if (!mentoring_page_or_reply(req, &limit, &offset)) return;
-    verr_t v = {0};
+    verr_t v = {0}; /* paging and filters: every failing field in one answer */
+    mentoring_paging(req, &v, &limit, &offset);
     const char *status = http_req_query(req, "status");
     const char *coach = http_req_query(req, "coachId");
     const char *teacher = http_req_query(req, "teacherId");

@@ -300,9 +300,8 @@ def test_patch_user_by_id_applies_avatar(org):
     assert teacher.get_json(path)["data"]["avatarUrl"] is None
 
 
-# ---- Conventions: rules decided for every route (being brought to the server) -----------------
+# ---- Conventions: rules every route follows ---------------------------------------------------
 
-CONSISTENCY = pytest.mark.xfail(reason="consistency branch", strict=False)
 
 # (method, pattern, parameter): a malformed value of `parameter` is 400 naming it.
 PATH_ID_ROUTES = [
@@ -368,7 +367,6 @@ def test_presign_field_errors_carry_details(org):
     assert details_fields(r) == {"mimeType"}
 
 
-@CONSISTENCY
 @pytest.mark.parametrize("path", ["/api/mentorships", "/api/sessions"])
 def test_every_failing_query_field_at_once(org, path):
     """docs/api.md "Field errors": all failing fields in one answer, paging and filters alike."""
