@@ -223,6 +223,16 @@ def used(schemas, paths):
     return out
 
 
+# The reference page's table of contents: areas in the order a client meets them.
+TAG_GROUPS = [
+    ("Accounts", ["auth", "account", "recovery", "me", "users", "push_tokens"]),
+    ("Organizations", ["organizations", "invites"]),
+    ("Mentoring", ["mentorships", "sessions", "chat", "events"]),
+    ("Files", ["files", "files_upload", "files_local"]),
+    ("Operations", ["health", "setup", "metrics", "openapi", "docs"]),
+]
+
+
 def build():
     areas = load_areas()
     specs = {}
@@ -256,9 +266,14 @@ def build():
         else:
             op["security"] = []
         paths.setdefault(oa_path(pattern), {})[method] = op
-        tags[area] = areas.get(area, {}).get("tag", "routes/%s" % src)
+        tags[area] = {"name": area, "x-displayName": areas[area].get("title", area),
+                      "description": areas[area]["tag"]}
     if specs:
         raise ContractError("operations without a route: %s" % ", ".join(sorted(specs)))
+    grouped = [t for _, names in TAG_GROUPS for t in names]
+    if sorted(grouped) != sorted(tags):
+        raise ContractError("TAG_GROUPS and the areas differ: %s"
+                            % sorted(set(grouped) ^ set(tags)))
     schemas = components(areas)
     schemas = used(schemas, paths)
     shared = {"securitySchemes": {
@@ -280,7 +295,8 @@ def build():
                                 "431 (request head too large)."},
         "servers": [{"url": "/"}],
         "security": [{"sessionCookie": []}],
-        "tags": [{"name": t, "description": d} for t, d in sorted(tags.items())],
+        "tags": [tags[t] for t in grouped],
+        "x-tagGroups": [{"name": g, "tags": names} for g, names in TAG_GROUPS],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(schemas.items())),

@@ -67,7 +67,7 @@ def test_contract_files_are_in_their_one_layout():
         text = open(os.path.join(gen.SCHEMA_DIR, f), encoding="utf-8").read()
         contract = json.loads(text)
         assert text == gen.canonical(contract), "%s: run scripts/gen_openapi.py --format" % f
-        assert set(contract) <= {"tag", "schemas", "operations"}, (f, sorted(contract))
+        assert set(contract) <= {"title", "tag", "schemas", "operations"}, (f, sorted(contract))
         for key, op in contract.get("operations", {}).items():
             assert set(op) <= known_ops, (f, key, sorted(set(op) - known_ops))
             for status, r in op["responses"].items():
