@@ -22,6 +22,7 @@
 #include "core/http.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -677,6 +678,21 @@ void http_reply_json(http_req_t *req, int status, const char *json)
 void http_reply_empty(http_req_t *req, int status)
 {
     http_reply(req, status, NULL, "", 0);
+}
+
+void http_reply_head(http_req_t *req, int status, const char *ctype, uint64_t length)
+{
+    if (!req->head_only || length > (uint64_t)LLONG_MAX) {
+        /* Only a HEAD may have a head without its body: anything else would hang the client. */
+        log_error("request %s: http_reply_head on a request that is not HEAD", req->id);
+        http_reply_error(req, 500, "INTERNAL", "Internal error");
+        return;
+    }
+    if (!reply_prologue(req, status)) return;
+    size_t hlen;
+    char *head = build_head(req, status, ctype, (long long)length, &hlen);
+    uv_buf_t b = uv_buf_init(head, (unsigned)hlen);
+    conn_write(req->conn, &b, 1, NULL, true);
 }
 
 void http_reply_error_details(http_req_t *req, int status, const char *code, const char *message,

@@ -204,6 +204,9 @@ void http_reply_buf(http_req_t *req, int status, const char *content_type, buf_t
 void http_reply_json(http_req_t *req, int status, const char *json);
 void http_reply_jsonn(http_req_t *req, int status, const char *json, size_t len);
 void http_reply_empty(http_req_t *req, int status);
+/* For a HEAD request: the head the GET would send with a body of `length` bytes that the handler
+ * does not hold (a file it would stream), Content-Length included (RFC 9110 8.6). */
+void http_reply_head(http_req_t *req, int status, const char *ctype, uint64_t length);
 /* A byte count in binary units, exactly: the largest of GiB, MiB, KiB that divides it ("500 MiB",
  * "64 KiB"), else "N bytes". Limits in 413 messages are written this way. */
 #define HTTP_SIZE_TEXT_MAX 32

@@ -78,8 +78,10 @@ static void get_docs(http_req_t *req)
 }
 
 /* True when the header value lists `token` (an entity tag or an encoding) with a q above 0:
- * "gzip, deflate, br", "gzip;q=0.5", and for If-None-Match "\"a\", \"b\"" or "*". */
-static bool header_lists(const char *value, const char *token, bool any_star)
+ * "gzip, deflate, br", "gzip;q=0.5", and for If-None-Match (etags) "\"a\", \"b\"" or "*".
+ * If-None-Match compares weakly (RFC 9110 13.1.2): W/"a" is the tag "a" (a proxy that weakens
+ * the tag sends it back so). */
+static bool header_lists(const char *value, const char *token, bool etags)
 {
     size_t tlen = strlen(token);
     const char *p = value;
@@ -90,8 +92,10 @@ static bool header_lists(const char *value, const char *token, bool any_star)
         while (*end && *end != ',' && *end != ';' && *end != ' ' && *end != '\t')
             end++;
         size_t n = (size_t)(end - p);
-        bool match =
-            (n == tlen && strncasecmp(p, token, n) == 0) || (any_star && n == 1 && *p == '*');
+        bool match = etags && n == 1 && *p == '*';
+        const char *tag = p;
+        if (etags && n > 2 && tag[0] == 'W' && tag[1] == '/') tag += 2, n -= 2;
+        match = match || (n == tlen && strncasecmp(tag, token, n) == 0);
         const char *next = strchr(end, ',');
         if (match) {
             /* A parameter "q=0" (or 0.0...) refuses it. */

@@ -292,7 +292,13 @@ static void lget_on_stat(uv_fs_t *fs)
     http_res_header(req, "Content-Disposition",
                     storage_content_disposition(&req->arena, st->g.filename));
     http_res_header(req, "Cache-Control", "private, max-age=900");
-    if (req->method == HTTP_M_HEAD || st->size == 0) {
+    if (req->head_only) {
+        /* The GET's head, its length included: a HEAD tells the size without the bytes. */
+        http_reply_head(req, 200, st->g.mime_type, st->size > 0 ? (uint64_t)st->size : 0);
+        lget_end(st);
+        return;
+    }
+    if (st->size == 0) {
         http_reply(req, 200, st->g.mime_type, "", 0);
         lget_end(st);
         return;

@@ -94,6 +94,26 @@ def test_html_download_is_attachment_and_nosniff(org):
     assert r.headers["Content-Disposition"].startswith("attachment; filename=\"x.html\"")
 
 
+def test_head_of_a_download_says_the_length_a_get_sends(org):
+    """HEAD on a download URL answers the GET's head: the file's length, not 0 (RFC 9110 8.6: a
+    HEAD's Content-Length is the GET's), and the same headers; no body, and an empty file is 0."""
+    coach = org.client("Coach")
+    data = b"twelve bytes" * 250
+    fid, _, _ = upload_presigned(coach, data, filename="h.txt")
+    url = coach.get_json("/api/files/%s" % fid)["data"]["presignedUrl"]
+    g = download(url)
+    h = requests.head(url)
+    assert g.status_code == 200 and int(g.headers["Content-Length"]) == len(data) == len(g.content)
+    assert h.status_code == 200 and h.content == b""
+    assert int(h.headers["Content-Length"]) == len(data), dict(h.headers)
+    for name in ("Content-Type", "Content-Disposition", "Cache-Control", "X-Content-Type-Options"):
+        assert h.headers.get(name) == g.headers.get(name), name
+    eid, _, _ = upload_presigned(coach, b"", filename="empty.txt")
+    url = coach.get_json("/api/files/%s" % eid)["data"]["presignedUrl"]
+    h = requests.head(url)
+    assert h.status_code == 200 and h.headers["Content-Length"] == "0"
+
+
 def fields(err):
     return [d["field"] for d in err.get("details", [])]
 

@@ -131,6 +131,18 @@ def test_bundle_is_the_installed_one_cached_by_its_hash():
     assert head.status_code == 200 and int(head.headers["Content-Length"]) == len(src)
 
 
+def test_bundle_revalidation_compares_entity_tags_weakly():
+    """If-None-Match compares weakly (RFC 9110 13.1.2): W/"<hash>", as a proxy that weakens the
+    tag sends it back, alone or in a list, is the same tag and gets 304, not the bundle again."""
+    path, digest = page_script(Client().get("/api/docs").text)
+    c = Client()
+    for inm in ('W/"%s"' % digest, '"0000000000000000", W/"%s"' % digest, "*"):
+        r = c.get(path, headers={"If-None-Match": inm})
+        assert r.status_code == 304 and r.content == b"", inm
+    for inm in ('W/"0000000000000000"', 'W/%s' % digest, '"W/%s"' % digest):
+        assert c.get(path, headers={"If-None-Match": inm}).status_code == 200, inm
+
+
 @pytest.mark.parametrize("name", ["redoc.0123456789abcdef.js", "redoc.standalone.js", "x"])
 def test_other_bundle_names_are_not_found(name):
     r = Client().get("/api/docs/" + name)
