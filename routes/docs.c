@@ -8,8 +8,9 @@
  * - No inline script: the page holds the <redoc spec-url=...> element, which the bundle finds
  *   and renders by itself, and a <script src> to the bundle; so script-src is 'self' alone.
  * - The bundle's URL changes with its bytes, so it is cached for a year as immutable; its hash
- *   is also the ETag (a revalidation gets 304). Gzipped at build time, it is sent gzipped to
- *   every client that accepts it (about a third of its size).
+ *   is also the ETag ("<hash>", "<hash>-gzip" for the gzipped copy; a revalidation gets 304).
+ * Gzipped at build time, it is sent gzipped to every client that accepts it (about a third of its
+ * size).
  * - A binary built where the bundle was not installed (no npm on the build machine) serves a
  *   short page that says so and links to the document itself; the bundle route answers 404.
  * - The page's Content-Security-Policy allows only this origin: Redoc loads no font or script
@@ -52,8 +53,9 @@ static const char fallback_page[] =
 /* Built once, at registration, from the bundle's hash. */
 static char page[1024];
 static size_t page_len;
-static char bundle_name[48]; /* redoc.<hash>.js */
-static char bundle_etag[40]; /* "<hash>" */
+static char bundle_name[48];    /* redoc.<hash>.js */
+static char bundle_etag[40];    /* "<hash>": the bytes as built */
+static char bundle_gz_etag[48]; /* "<hash>-gzip": the gzipped copy, another representation */
 
 static bool have_bundle(void)
 {
@@ -95,7 +97,9 @@ static bool header_lists(const char *value, const char *token, bool etags)
         bool match = etags && n == 1 && *p == '*';
         const char *tag = p;
         if (etags && n > 2 && tag[0] == 'W' && tag[1] == '/') tag += 2, n -= 2;
-        match = match || (n == tlen && strncasecmp(tag, token, n) == 0);
+        /* Entity tags compare byte for byte; encodings ignore case. */
+        match = match || (n == tlen &&
+                          (etags ? strncmp(tag, token, n) == 0 : strncasecmp(tag, token, n) == 0));
         const char *next = strchr(end, ',');
         if (match) {
             /* A parameter "q=0" (or 0.0...) refuses it. */
@@ -121,17 +125,21 @@ static void get_bundle(http_req_t *req)
         http_reply_error(req, 404, "NOT_FOUND", "Not found");
         return;
     }
-    /* Its name changes with its bytes: a client never needs to ask again. */
+    /* Its name changes with its bytes: a client never needs to ask again. The gzipped and the
+     * plain copy are two representations, so each has its own strong tag (RFC 9110 8.8.3): a
+     * cache revalidating one never gets a 304 that stands for the other. */
+    const char *ae = http_req_header(req, "Accept-Encoding");
+    bool gz = ae && header_lists(ae, "gzip", false);
+    const char *etag = gz ? bundle_gz_etag : bundle_etag;
     http_res_header(req, "Cache-Control", "public, max-age=31536000, immutable");
-    http_res_header(req, "ETag", bundle_etag);
+    http_res_header(req, "ETag", etag);
     http_res_header(req, "Vary", "Accept-Encoding");
     const char *inm = http_req_header(req, "If-None-Match");
-    if (inm && header_lists(inm, bundle_etag, true)) {
+    if (inm && header_lists(inm, etag, true)) {
         http_reply(req, 304, NULL, "", 0);
         return;
     }
-    const char *ae = http_req_header(req, "Accept-Encoding");
-    if (ae && header_lists(ae, "gzip", false)) {
+    if (gz) {
         http_res_header(req, "Content-Encoding", "gzip");
         http_reply(req, 200, "application/javascript; charset=utf-8", docs_bundle_gz,
                    docs_bundle_gz_len);
@@ -150,6 +158,7 @@ void routes_docs_register(void)
     if (have_bundle()) {
         snprintf(bundle_name, sizeof(bundle_name), "redoc.%s.js", docs_bundle_hash);
         snprintf(bundle_etag, sizeof(bundle_etag), "\"%s\"", docs_bundle_hash);
+        snprintf(bundle_gz_etag, sizeof(bundle_gz_etag), "\"%s-gzip\"", docs_bundle_hash);
         /* Redoc reads its options from the attributes of <redoc> itself (no inline script). */
         int n =
             snprintf(page, sizeof(page),

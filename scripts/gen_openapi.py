@@ -290,7 +290,8 @@ def build():
                                 "video sessions, files, chat and event streams. docs/api.md is "
                                 "the guide; this document is the contract of every body. Errors "
                                 "share one shape (components/schemas/Error). Besides the "
-                                "statuses each operation lists, any request may get 408 (head "
+                                "statuses each operation lists, any request may get 400 (a "
+                                "malformed request line, target or chunked body), 408 (head "
                                 "or body too slow), 417 (an Expect other than 100-continue) or "
                                 "431 (request head too large)."},
         "servers": [{"url": "/"}],

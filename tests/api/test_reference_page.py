@@ -109,14 +109,21 @@ def test_bundle_is_the_installed_one_cached_by_its_hash():
     assert r.headers["Content-Type"] == "application/javascript; charset=utf-8"
     assert r.headers["Content-Encoding"] == "gzip"
     assert r.headers["Cache-Control"] == "public, max-age=31536000, immutable"
-    assert r.headers["ETag"] == '"%s"' % digest
+    assert r.headers["ETag"] == '"%s-gzip"' % digest  # its own tag: another representation
     assert r.headers["Vary"] == "Accept-Encoding"
     assert r.content == src  # decoded by requests
     assert int(r.headers["Content-Length"]) < len(src) // 2
 
     plain = c.get(path, headers={"Accept-Encoding": "identity"})
     assert plain.status_code == 200 and "Content-Encoding" not in plain.headers
-    assert plain.content == src
+    assert plain.content == src and plain.headers["ETag"] == '"%s"' % digest
+    # A tag stands for its own representation only: the gzipped copy's tag does not make the
+    # plain bytes current, nor the other way round; and tags compare byte for byte.
+    assert c.get(path, headers={"Accept-Encoding": "identity",
+                                "If-None-Match": r.headers["ETag"]}).status_code == 200
+    assert c.get(path, headers={"If-None-Match": plain.headers["ETag"]}).status_code == 200
+    assert c.get(path, headers={"Accept-Encoding": "identity",
+                                "If-None-Match": '"%s"' % digest.upper()}).status_code == 200
     refused = c.get(path, headers={"Accept-Encoding": "gzip;q=0, identity"})
     assert "Content-Encoding" not in refused.headers and refused.content == src
 
@@ -137,10 +144,14 @@ def test_bundle_revalidation_compares_entity_tags_weakly():
     path, digest = page_script(Client().get("/api/docs").text)
     c = Client()
     for inm in ('W/"%s"' % digest, '"0000000000000000", W/"%s"' % digest, "*"):
-        r = c.get(path, headers={"If-None-Match": inm})
+        r = c.get(path, headers={"If-None-Match": inm, "Accept-Encoding": "identity"})
         assert r.status_code == 304 and r.content == b"", inm
     for inm in ('W/"0000000000000000"', 'W/%s' % digest, '"W/%s"' % digest):
-        assert c.get(path, headers={"If-None-Match": inm}).status_code == 200, inm
+        assert c.get(path, headers={"If-None-Match": inm,
+                                    "Accept-Encoding": "identity"}).status_code == 200, inm
+    # The gzipped copy, under its own tag, weakened by a proxy too.
+    r = c.get(path, headers={"If-None-Match": 'W/"%s-gzip"' % digest})
+    assert r.status_code == 304 and r.content == b""
 
 
 @pytest.mark.parametrize("name", ["redoc.0123456789abcdef.js", "redoc.standalone.js", "x"])
