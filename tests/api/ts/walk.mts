@@ -8,9 +8,9 @@
 // cookie of a PlatformAdmin the test made), COACHD_SOURCE_IP (a loopback address to connect
 // from, so the walk has a per-IP rate-limit allowance of its own).
 import { createHash, randomUUID } from "node:crypto";
-import { Agent, setGlobalDispatcher } from "undici";
 import { Contract, ContractError } from "./contract.mjs";
 import { Person, expectOk } from "./client.mjs";
+import { useUndici } from "./runtime.mjs";
 import { EventStream } from "./streams.mjs";
 
 function env(name: string): string {
@@ -33,7 +33,7 @@ function step(name: string): void {
 async function main(): Promise<void> {
   const base = env("COACHD_URL");
   const contract = new Contract(env("COACHD_OPENAPI"));
-  setGlobalDispatcher(new Agent({ localAddress: env("COACHD_SOURCE_IP") }));
+  useUndici(env("COACHD_SOURCE_IP"));
   const started = Date.now();
   const tag = randomUUID().slice(0, 8);
 
