@@ -2,9 +2,19 @@
 // own (pinned in package.json), installed as the global fetch and its classes. Node 18's
 // built-in fetch has no Headers.getSetCookie, which the cookie jar needs.
 import { Agent, FormData, Headers, Request, Response, fetch, setGlobalDispatcher } from "undici";
+import type { RequestInit } from "undici";
 
 // localAddress: the loopback address to connect from (a per-IP rate-limit allowance of its own).
 export function useUndici(localAddress: string): void {
   setGlobalDispatcher(new Agent({ localAddress }));
   Object.assign(globalThis, { fetch, FormData, Headers, Request, Response });
+}
+
+// Presigned storage URLs name PUBLIC_URL's host (localhost in the tests), which may resolve to
+// ::1 first, where a connection bound to a 127.x address cannot go: they leave from whatever
+// address the system picks (they meet no rate limit anyway).
+const direct = new Agent();
+
+export function fetchStorage(url: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { ...init, dispatcher: direct });
 }

@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Contract, ContractError } from "./contract.mjs";
 import { Person, expectOk } from "./client.mjs";
-import { useUndici } from "./runtime.mjs";
+import { fetchStorage, useUndici } from "./runtime.mjs";
 import { EventStream } from "./streams.mjs";
 
 function env(name: string): string {
@@ -184,7 +184,7 @@ async function main(): Promise<void> {
     body: { filename: "walk.txt", mimeType: "text/plain", sizeBytes: bytes.length },
   }), 200);
   // The presigned URL is storage's, not the API's: a plain PUT with the headers it names.
-  const put = await fetch(presigned.data.presignedUrl, {
+  const put = await fetchStorage(presigned.data.presignedUrl, {
     method: "PUT", body: bytes, headers: { ...presigned.data.uploadHeaders },
   });
   check(put.ok, `PUT to the presigned URL: ${put.status}`);
@@ -205,7 +205,7 @@ async function main(): Promise<void> {
     file.data.filename === "walk.txt", "the file's record");
   const url = file.data.presignedUrl;
   if (url === null) throw new ContractError("the file's record has no download URL");
-  const got = await fetch(url);
+  const got = await fetchStorage(url);
   check(got.ok && Buffer.from(await got.arrayBuffer()).equals(bytes), "the bytes read back");
   const list = expectOk("attachments", await teacher.api.GET(
     "/api/files/mentorship/{mentorshipId}/attachments", { params: { path: { mentorshipId } } }),
