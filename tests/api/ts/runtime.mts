@@ -11,9 +11,9 @@ export function useUndici(localAddress: string): void {
 }
 
 // Presigned storage URLs name PUBLIC_URL's host (localhost in the tests), which may resolve to
-// ::1 first, where a connection bound to a 127.x address cannot go: they leave from whatever
-// address the system picks (they meet no rate limit anyway).
-const direct = new Agent();
+// ::1 first while coachd listens on 127.0.0.1: they try every address of the name (as Python's
+// client does) from whatever source address the system picks (they meet no rate limit anyway).
+const direct = new Agent({ autoSelectFamily: true });
 
 export function fetchStorage(url: string, init: RequestInit = {}): Promise<Response> {
   return fetch(url, { ...init, dispatcher: direct });
