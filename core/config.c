@@ -1,11 +1,11 @@
 /*
  * Configuration from the environment, one parser per kind of value. Every value is checked once,
  * here, by the supervisor before any worker forks: a malformed number, a number out of range, a
- * URL without its scheme or host, an unknown word or a short secret in production is logged by
- * its variable's name and makes config_load fail, so start-up stops with exit status 1 instead of
- * running on a default the operator did not choose (or a worker failing on it forever). The one
- * exception is RESEND_ACTIVATION_COOLDOWN_SECONDS, which the interface specifies as "60 seconds
- * if unset or invalid".
+ * URL without its scheme or host, an unknown word, a short secret or a missing FRONTEND_URL in
+ * production is logged by its variable's name and makes config_load fail, so start-up stops with
+ * exit status 1 instead of running on a default the operator did not choose (or a worker failing
+ * on it forever). The one exception is RESEND_ACTIVATION_COOLDOWN_SECONDS, which the interface
+ * specifies as "60 seconds if unset or invalid".
  */
 #include "core/config.h"
 
@@ -297,6 +297,15 @@ int config_load(void)
     check_url("FRONTEND_URL", env("FRONTEND_URL"), http_schemes, false, SHOW,
               "expected http:// or https:// and a host");
     strip_slash(cfg.frontend_url);
+    /* Email links (verification, password reset, invites) lead to FRONTEND_URL. Production has
+     * no default for it: links to PUBLIC_URL would lead to this API's 404. In development
+     * without it, coachd serves those three pages itself. */
+    if (cfg.production && !env("FRONTEND_URL")) {
+        log_error("config: FRONTEND_URL is required in production: the web app's base URL, "
+                  "where the email links lead");
+        config_errors++;
+    }
+    cfg.dev_pages = !cfg.production && !env("FRONTEND_URL");
     parse_origins(env("TRUSTED_ORIGINS") ? env("TRUSTED_ORIGINS") : cfg.frontend_url);
     if (netaddr_trusted_load(env("TRUSTED_PROXIES")) != 0) rc = -1;
     if (env("TRUSTED_ORIGINS"))

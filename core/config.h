@@ -16,7 +16,9 @@ typedef struct config {
     char *client_key; /* X-Client-Key for /api/health */
     bool disable_client_auth;
     char *public_url;       /* no trailing slash */
-    char *frontend_url;     /* no trailing slash */
+    char *frontend_url;     /* no trailing slash; required in production */
+    bool dev_pages;         /* development without FRONTEND_URL: coachd serves the pages the
+                             * email links lead to (routes/dev_pages.c) */
     char **trusted_origins; /* NULL-terminated, no trailing slashes */
     int n_trusted_origins;
     char *smtp_url; /* NULL: write .eml files under mail_dir (development) */
@@ -63,8 +65,8 @@ extern config_t cfg;
 
 /* Parses the environment into cfg. Returns 0, or -1 after logging each invalid variable by name
  * (malformed or out-of-range numbers, URLs without their scheme or host, unknown words, a short
- * STORAGE_SECRET or SETUP_TOKEN in production). LOG_FORMAT is applied first, so every line is
- * in it. */
+ * STORAGE_SECRET or SETUP_TOKEN in production, FRONTEND_URL missing in production). LOG_FORMAT is
+ * applied first, so every line is in it. */
 int config_load(void);
 /* Parses an integer variable: the default when unset; invalid is logged as an error and makes
  * the config_load under way fail (the default is returned). */

@@ -36,6 +36,7 @@ void routes_init(uv_loop_t *loop)
     routes_metrics_register(loop);
     routes_openapi_register();
     routes_docs_register();
+    routes_dev_pages_register();
     sweeper_init(loop);
     janitor_init(loop);
 }

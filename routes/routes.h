@@ -31,6 +31,8 @@ void routes_chat_register(uv_loop_t *loop);
 void routes_metrics_register(uv_loop_t *loop);
 void routes_openapi_register(void);
 void routes_docs_register(void);
+/* Only in development without FRONTEND_URL (cfg.dev_pages); else nothing is registered. */
+void routes_dev_pages_register(void);
 
 /* Verification link for a fresh email-verification token (routes/auth.c). */
 const char *auth_verify_link(http_req_t *req, const char *token, const char *callback);

@@ -24,11 +24,26 @@ OUT = os.path.join(ROOT, "docs", "openapi.json")
 ROW = re.compile(r'\{\s*HTTP_M_(\w+),\s*"(/[^"]*)",\s*(\w+),\s*(AUTH_\w+),\s*(\w+)')
 
 
+# Route files whose rows are not part of the API, left out of the document on purpose (every
+# other route needs its contract entry): dev_pages.c serves HTML pages for a browser, only in
+# development without FRONTEND_URL (404 in production), at paths outside /api. The document
+# describes what a client may rely on wherever coachd runs; a page that production never serves
+# is not part of it, and would show in the reference and the typed client as if it were.
+NOT_API = {"dev_pages.c"}
+
+
 def routes():
-    """[(method, pattern, auth, role, file)] of every route table row."""
+    """[(method, pattern, auth, role, file)] of every route table row (but NOT_API's)."""
     out = []
     for f in sorted(glob.glob(os.path.join(ROOT, "routes", "*.c"))):
-        for m in ROW.finditer(open(f, encoding="utf-8").read()):
+        rows = list(ROW.finditer(open(f, encoding="utf-8").read()))
+        if os.path.basename(f) in NOT_API:
+            api = [m.group(2) for m in rows if m.group(2).startswith("/api/")]
+            if api:  # the exclusion never hides an API route
+                raise ContractError("routes/%s is NOT_API but serves %s"
+                                    % (os.path.basename(f), ", ".join(api)))
+            continue
+        for m in rows:
             out.append((m.group(1).lower(), m.group(2), m.group(4), m.group(5),
                         os.path.basename(f)))
     return out

@@ -86,17 +86,23 @@ BAD = [
     ("TRUSTED_ORIGINS", {"TRUSTED_ORIGINS": "https://app.example.com,admin.example.com"}),
     ("S3_ENDPOINT", {"S3_ENDPOINT": "s3.example.com"}),
     ("PUSH_URL", {"PUSH_URL": "exp.host/--/api/v2/push/send"}),
-    ("STORAGE_SECRET", {"APP_ENV": "production", "STORAGE_SECRET": "too-short-for-production"}),
+    ("STORAGE_SECRET", {"APP_ENV": "production", "FRONTEND_URL": "https://app.example.com",
+                        "STORAGE_SECRET": "too-short-for-production"}),
     # Guesses at it are never limited (403 before anything else): a short one is guessable.
-    ("SETUP_TOKEN", {"APP_ENV": "production", "SETUP_TOKEN": "letmein-setup"}),
-    ("METRICS_TOKEN", {"APP_ENV": "production", "METRICS_TOKEN": "scrape-me"}),
+    ("SETUP_TOKEN", {"APP_ENV": "production", "FRONTEND_URL": "https://app.example.com",
+                     "SETUP_TOKEN": "letmein-setup"}),
+    ("METRICS_TOKEN", {"APP_ENV": "production", "FRONTEND_URL": "https://app.example.com",
+                       "METRICS_TOKEN": "scrape-me"}),
+    # Production has no default for it: the email links would lead to this API's 404.
+    ("FRONTEND_URL", {"APP_ENV": "production", "FRONTEND_URL": None}),
     ("LOG_LEVEL", {"LOG_LEVEL": "verbose"}),
     ("LOG_FORMAT", {"LOG_FORMAT": "xml"}),
     ("S3_FORCE_PATH_STYLE", {"S3_FORCE_PATH_STYLE": "maybe"}),
 ]
 
 
-@pytest.mark.parametrize("var,bad", BAD, ids=["%s=%s" % (v, list(b.values())[-1]) for v, b in BAD])
+@pytest.mark.parametrize("var,bad", BAD, ids=["%s=%s" % (v, list(b.values())[-1] or "unset")
+                                              for v, b in BAD])
 def test_bad_configuration_is_refused_before_any_worker(var, bad):
     env = coachd_env(**bad)
     # A malformed PORT used to fall back to 8080: watch that port then.

@@ -100,8 +100,35 @@ static void refusals(void **s)
     assert_int_equal(cfg.shutdown_grace_seconds, 30);
 }
 
+/* FRONTEND_URL: required in production; unset in development, coachd serves the pages of the
+ * email links itself (cfg.dev_pages); set, it does not. */
+static void frontend_url(void **s)
+{
+    (void)s;
+    unsetenv("APP_ENV");
+    unsetenv("FRONTEND_URL");
+    unsetenv("PUBLIC_URL");
+    assert_int_equal(config_load(), 0);
+    assert_true(cfg.dev_pages);
+    assert_string_equal(cfg.frontend_url, cfg.public_url);
+    setenv("FRONTEND_URL", "https://app.example.com", 1);
+    assert_int_equal(config_load(), 0);
+    assert_false(cfg.dev_pages);
+    setenv("APP_ENV", "production", 1);
+    assert_int_equal(config_load(), 0);
+    assert_false(cfg.dev_pages);
+    unsetenv("FRONTEND_URL");
+    assert_int_equal(config_load(), -1);
+    setenv("FRONTEND_URL", "", 1); /* empty counts as unset */
+    assert_int_equal(config_load(), -1);
+    setenv("FRONTEND_URL", "https://app.example.com", 1);
+    unsetenv("APP_ENV");
+    assert_int_equal(config_load(), 0);
+}
+
 int run_config_tests(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(load), cmocka_unit_test(refusals)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(load), cmocka_unit_test(refusals),
+                                       cmocka_unit_test(frontend_url)};
     return cmocka_run_group_tests_name("core/config", tests, NULL, NULL);
 }
