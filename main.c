@@ -45,6 +45,7 @@
 #include "rt/curlm.h"
 #include "rt/mail.h"
 #include "rt/outbox.h"
+#include "rt/push.h"
 #include "rt/redis.h"
 #include "rt/storage.h"
 
@@ -95,6 +96,7 @@ static void on_server_drained(void)
     outbox_shutdown();
     storage_shutdown();
     mail_shutdown();
+    push_shutdown();
     curlm_shutdown();
     redis_shutdown();
     db_shutdown();
@@ -185,6 +187,7 @@ static int run_worker(int slot, int listen_fd)
     signal(SIGPIPE, SIG_IGN);
     if (curlm_init(loop) != 0) return 1;
     if (mail_init(loop) != 0) return 1;
+    if (push_init(loop) != 0) return 1;
     if (redis_init(loop, cfg.redis_url) != 0) return 1;
     if (db_init(loop, cfg.database_url, cfg.db_pool_size) != 0) return 1;
     if (outbox_init(loop) != 0) return 1;

@@ -189,6 +189,7 @@ static void config_free(void)
                      &cfg.video_app_id,
                      &cfg.video_app_certificate,
                      &cfg.push_url,
+                     &cfg.push_dir,
                      &cfg.push_access_token,
                      &cfg.metrics_host};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
@@ -336,7 +337,11 @@ int config_load(void)
     cfg.s3_force_path_style = env_bool("S3_FORCE_PATH_STYLE", false);
     cfg.video_app_id = env_dup("VIDEO_APP_ID", NULL);
     cfg.video_app_certificate = env_dup("VIDEO_APP_CERTIFICATE", NULL);
-    cfg.push_url = env_dup("PUSH_URL", "https://exp.host/--/api/v2/push/send");
+    /* Development without PUSH_URL writes each batch under PUSH_DIR (rt/push.c) rather than
+     * sending real devices' tokens to the public endpoint. */
+    cfg.push_url =
+        env_dup("PUSH_URL", cfg.production ? "https://exp.host/--/api/v2/push/send" : NULL);
+    cfg.push_dir = env_dup("PUSH_DIR", ".local/push");
     check_url("PUSH_URL", env("PUSH_URL"), http_schemes, false, HIDE,
               "expected http:// or https:// and a host");
     cfg.push_access_token = env_dup("PUSH_ACCESS_TOKEN", NULL);
@@ -380,7 +385,9 @@ int config_load(void)
     cfg.rate_limiter_enabled = env_bool("RATE_LIMITER_ENABLED", false);
     cfg.rate_limiter_points = config_int("RATE_LIMITER_POINTS", 50, 1, 1000000);
     cfg.rate_limiter_duration = config_int("RATE_LIMITER_DURATION", 60, 1, 86400);
-    cfg.auth_rate_limit_points = config_int("AUTH_RATE_LIMIT_POINTS", 10, 0, 1000000);
+    /* Development is looser: a client developer signs in and out many times an hour. */
+    cfg.auth_rate_limit_points =
+        config_int("AUTH_RATE_LIMIT_POINTS", cfg.production ? 10 : 100, 0, 1000000);
     cfg.auth_rate_limit_duration = config_int("AUTH_RATE_LIMIT_DURATION", 60, 1, 86400);
     cfg.resend_activation_cooldown =
         config_int_or_default("RESEND_ACTIVATION_COOLDOWN_SECONDS", 60, 1, 86400);

@@ -29,7 +29,8 @@ typedef struct config {
     char *s3_endpoint, *s3_region, *s3_bucket, *s3_access_key_id, *s3_secret_access_key;
     bool s3_force_path_style;
     char *video_app_id, *video_app_certificate;
-    char *push_url;
+    char *push_url; /* NULL: write batches as .json files under push_dir (development) */
+    char *push_dir; /* .local/push */
     char *push_access_token;
     bool rate_limiter_enabled;
     int rate_limiter_points, rate_limiter_duration;

@@ -143,8 +143,8 @@ static void pw_on_peeked(bool allowed, int retry_after, bool error, void *data)
         /* Fails open like the other auth limiters: losing Redis must not lock accounts. */
         log_warn("password-change limiter unavailable id=%s", req->id);
     } else if (!allowed) {
-        http_reply_rate_limited(req, "RATE_LIMITED", "Too many wrong passwords; try again later",
-                                retry_after);
+        rate_limit_reply(req, "wrong current passwords", "for this account", PW_FAIL_POINTS,
+                         PW_FAIL_WINDOW, retry_after);
         goto done;
     }
     const char *params[] = {context_caller(req)->user_id};

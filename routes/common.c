@@ -325,12 +325,43 @@ void reply_db_json(http_req_t *req, int status, const struct db_result *r)
     http_reply_jsonn(req, status, json, db_getlen(r, 0, REPLY_DB_JSON_COL));
 }
 
+static const char *seconds(http_req_t *req, int n)
+{
+    return n == 1 ? "1 second" : arena_printf(&req->arena, "%d seconds", n);
+}
+
+void rate_limit_reply(http_req_t *req, const char *what, const char *whom, int points, int window,
+                      int retry_after)
+{
+    const char *msg =
+        arena_printf(&req->arena, "Too many %s%s%s: at most %d per %s; try again in %s", what,
+                     whom ? " " : "", whom ? whom : "", points,
+                     window == 1 ? "second" : seconds(req, window), seconds(req, retry_after));
+    http_reply_rate_limited(req, "RATE_LIMITED", msg, retry_after);
+}
+
 typedef struct limit_state {
     http_req_t *req;
     http_req_cb next;
+    const char *kind;
 } limit_state_t;
 
-static void on_auth_limit(bool allowed, int retry_after, bool error, void *data)
+/* What each kind of the auth limiter counts, as its 429 names it. */
+static const char *auth_limit_what(const char *kind)
+{
+    static const char *const names[][2] = {
+        {"sign-in", "sign-in attempts"},
+        {"sign-up", "sign-ups"},
+        {"forget-password", "password-reset requests"},
+        {"invite-accept", "invite acceptances"},
+        {"first-run", "first-run attempts"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(kind, names[i][0]) == 0) return names[i][1];
+    return "attempts";
+}
+
+static void on_auth_limit(bool allowed, int retry_after, int over, bool error, void *data)
 {
     limit_state_t *ls = data;
     http_req_t *req = ls->req;
@@ -339,8 +370,13 @@ static void on_auth_limit(bool allowed, int retry_after, bool error, void *data)
             log_warn("auth limiter unavailable; allowing id=%s", req->id);
             ls->next(req);
         } else if (!allowed) {
-            http_reply_rate_limited(req, "RATE_LIMITED", "Too many attempts; try again later",
-                                    retry_after);
+            const char *whom = (over & RATELIMIT_KEY1) && (over & RATELIMIT_KEY2)
+                                   ? "from this address and for this email address"
+                               : (over & RATELIMIT_KEY2) ? "for this email address"
+                               : (over & RATELIMIT_KEY1) ? "from this address"
+                                                         : NULL;
+            rate_limit_reply(req, auth_limit_what(ls->kind), whom, cfg.auth_rate_limit_points,
+                             cfg.auth_rate_limit_duration, retry_after);
         } else {
             ls->next(req);
         }
@@ -357,11 +393,12 @@ void auth_limit_then(http_req_t *req, const char *kind, const char *email, http_
     limit_state_t *ls = arena_alloc(&req->arena, sizeof(*ls));
     ls->req = req;
     ls->next = next;
+    ls->kind = kind;
     const char *k1 = arena_printf(&req->arena, "rl:auth:%s:ip:%s", kind, req->client_ip);
     const char *k2 = email ? arena_printf(&req->arena, "rl:auth:%s:email:%s", kind, email) : NULL;
     http_req_ref(req);
-    ratelimit_hit(k1, k2, cfg.auth_rate_limit_points, cfg.auth_rate_limit_duration, on_auth_limit,
-                  ls);
+    ratelimit_hit_keys(k1, k2, cfg.auth_rate_limit_points, cfg.auth_rate_limit_duration,
+                       on_auth_limit, ls);
 }
 
 const char *display_name(http_req_t *req, const char *first, const char *last)

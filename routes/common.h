@@ -97,10 +97,17 @@ void cookie_clear_session(http_req_t *req);
 struct db_result;
 void reply_db_json(http_req_t *req, int status, const struct db_result *r);
 
-/* The stricter limiter of sign-in, sign-up, forget-password and invite accept: per client IP
- * and per email (AUTH_RATE_LIMIT_*; 0 points turns it off). Replies 429 RATE_LIMITED when over,
- * else calls next. Fails open (logged) when Redis is unavailable. */
+/* The stricter limiter of sign-in, sign-up, forget-password, invite accept and first run: per
+ * client IP and per email (AUTH_RATE_LIMIT_*; 0 points turns it off). Replies 429 RATE_LIMITED
+ * when over, naming the limit that was reached (rate_limit_reply), else calls next. Fails open
+ * (logged) when Redis is unavailable. */
 void auth_limit_then(http_req_t *req, const char *kind, const char *email, http_req_cb next);
+
+/* 429 RATE_LIMITED (Retry-After and retryAfterSeconds = retry_after) whose message names the
+ * limit and when it resets: "Too many <what> <whom>: at most <points> per <window> seconds; try
+ * again in <retry_after> seconds". whom may be NULL. */
+void rate_limit_reply(http_req_t *req, const char *what, const char *whom, int points, int window,
+                      int retry_after);
 
 /* The display name of a user: first and last name joined by a space. */
 const char *display_name(http_req_t *req, const char *first, const char *last);

@@ -122,7 +122,8 @@ static void after_rate_limit(bool allowed, int retry_after, bool error, void *da
             log_warn("rate limiter unavailable id=%s", req->id);
             resolve_session(req);
         } else if (!allowed) {
-            http_reply_rate_limited(req, "RATE_LIMITED", "Too many requests", retry_after);
+            rate_limit_reply(req, "requests", "from this address", cfg.rate_limiter_points,
+                             cfg.rate_limiter_duration, retry_after);
         } else {
             resolve_session(req);
         }

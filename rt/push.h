@@ -6,14 +6,21 @@
  * Authorization: Bearer. The response tickets are matched to the tokens by position; tokens
  * whose ticket says DeviceNotRegistered are reported back so the caller can forget them.
  *
+ * In development without PUSH_URL (cfg.push_url NULL, !cfg.production), each batch is written
+ * instead as one file under cfg.push_dir (PUSH_DIR, .local/push): the exact JSON array a POST
+ * would carry, named <unix ms>-<random>.json, written to a hidden temporary name and renamed, with
+ * uv_fs_* calls (never blocking the loop). Such a batch counts as accepted, with no tickets.
+ *
  * Callers are normally rt/outbox.c; routes queue push through the outbox table.
  */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
+#include <uv.h>
 
 #define PUSH_BATCH_MAX 100
 #define PUSH_DEFAULT_URL "https://exp.host/--/api/v2/push/send"
+#define PUSH_DEFAULT_DIR ".local/push"
 
 typedef struct push_msg {
     const char *title; /* may be NULL */
@@ -35,9 +42,15 @@ typedef struct push_result {
 /* The result and everything it points to are valid during the callback only. */
 typedef void (*push_done_cb)(const push_result_t *r, void *data);
 
+/* Creates cfg.push_dir when batches go to files (synchronous: call before the loop runs).
+ * Returns 0 or -1 (logged). */
+int push_init(uv_loop_t *loop);
+/* Later file batches fail ("not running"); writes under way finish. */
+void push_shutdown(void);
+
 /* Sends msg to tokens[0..n) (1 <= n <= PUSH_BATCH_MAX; more is a caller bug and fails).
  * tokens must stay valid until cb fires; everything else is copied. cb fires exactly once,
- * from the loop. Needs curlm_init() first. */
+ * from the loop. Needs curlm_init() first, and push_init() for the file sink. */
 void push_send(const char *const *tokens, int n, const push_msg_t *msg, push_done_cb cb,
                void *data);
 

@@ -11,9 +11,17 @@
 typedef void (*ratelimit_cb)(bool allowed, int retry_after, bool error, void *data);
 
 /* Counts one hit on each key (key2 may be NULL) in a window of `window` seconds; allowed while
- * every count is <= points. */
+ * every count is <= points. When refused, retry_after is the time until every key over the limit
+ * has reset. */
 void ratelimit_hit(const char *key1, const char *key2, int points, int window, ratelimit_cb cb,
                    void *data);
+/* over (when refused): which keys are over the limit, RATELIMIT_KEY1 | RATELIMIT_KEY2. */
+#define RATELIMIT_KEY1 1
+#define RATELIMIT_KEY2 2
+typedef void (*ratelimit_keys_cb)(bool allowed, int retry_after, int over, bool error, void *data);
+/* ratelimit_hit that also tells which keys are over the limit. */
+void ratelimit_hit_keys(const char *key1, const char *key2, int points, int window,
+                        ratelimit_keys_cb cb, void *data);
 /* Cooldown: starts it when not running (allowed), else reports the seconds left. */
 void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *data);
 /* Reports whether fewer than `points` hits were counted on key in its current window, without

@@ -253,7 +253,10 @@ def test_change_password_locks_after_five_wrong_passwords():
         assert_error(c.post("/api/users/me/password", json=wrong), 400)
     r = c.post("/api/users/me/password", json=wrong)
     body = assert_error(r, 429, "RATE_LIMITED")
-    assert r.json()["retryAfterSeconds"] > 800 and r.headers["Retry-After"]
+    secs = r.json()["retryAfterSeconds"]
+    assert secs > 800 and r.headers["Retry-After"] == str(secs)
+    assert body["message"] == ("Too many wrong current passwords for this account: at most 5 per "
+                               "900 seconds; try again in %d seconds" % secs), body["message"]
     # Even the right password waits: the limit is on the account, not on the guess.
     right = {"currentPassword": PASSWORD, "newPassword": "another-pass-1"}
     assert_error(c.post("/api/users/me/password", json=right), 429, "RATE_LIMITED")

@@ -83,6 +83,7 @@
 #include "rt/curlm.h"
 #include "rt/mail.h"
 #include "rt/outbox.h"
+#include "rt/push.h"
 #include "rt/redis.h"
 #include "rt/storage.h"
 #include "fuzz.h"
@@ -437,9 +438,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(tmp_dir, sizeof tmp_dir, "%s/.tmp", storage_dir);
     char mail_dir[PATH_MAX + 8];
     snprintf(mail_dir, sizeof mail_dir, "%s/.mail", storage_dir);
+    char push_dir[PATH_MAX + 8];
+    snprintf(push_dir, sizeof push_dir, "%s/.push", storage_dir);
     setenv("STORAGE_DIR", storage_dir, 1);
     setenv("STORAGE_DRIVER", "local", 1);
     setenv("MAIL_DIR", mail_dir, 1);
+    setenv("PUSH_DIR", push_dir, 1); /* development without PUSH_URL: push goes to files */
     setenv("APP_ENV", "development", 1);
     setenv("LOG_LEVEL", "error", 1);
     setenv("TRUSTED_ORIGINS", "http://trusted.example", 1);
@@ -450,12 +454,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("AUTH_RATE_LIMIT_POINTS", "0", 1);
     unsetenv("STORAGE_SECRET"); /* the secret comes from the database, as in production */
     unsetenv("SMTP_URL");
+    unsetenv("PUSH_URL");
     if (config_load() != 0) abort();
     log_set_level(LOG_ERROR);
     if (db_migrate(cfg.database_url) != 0) abort();
 
     loop = uv_default_loop();
-    if (curlm_init(loop) != 0 || mail_init(loop) != 0 || redis_init(loop, cfg.redis_url) != 0 ||
+    if (curlm_init(loop) != 0 || mail_init(loop) != 0 || push_init(loop) != 0 ||
+        redis_init(loop, cfg.redis_url) != 0 ||
         db_init(loop, cfg.database_url, cfg.db_pool_size) != 0 || outbox_init(loop) != 0 ||
         storage_init(loop) != 0)
         abort();

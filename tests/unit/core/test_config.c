@@ -126,9 +126,53 @@ static void frontend_url(void **s)
     assert_int_equal(config_load(), 0);
 }
 
+/* Defaults that differ by APP_ENV: the auth limiter's points (production 10, development 100;
+ * the window 60 s in both) and PUSH_URL (production Expo's endpoint, development unset, so
+ * batches are written under PUSH_DIR). A value that is set wins in both. */
+static void env_defaults(void **s)
+{
+    (void)s;
+    unsetenv("AUTH_RATE_LIMIT_POINTS");
+    unsetenv("AUTH_RATE_LIMIT_DURATION");
+    unsetenv("PUSH_URL");
+    unsetenv("PUSH_DIR");
+    setenv("FRONTEND_URL", "https://app.example.com", 1); /* production needs it */
+    setenv("APP_ENV", "production", 1);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.auth_rate_limit_points, 10);
+    assert_int_equal(cfg.auth_rate_limit_duration, 60);
+    assert_string_equal(cfg.push_url, "https://exp.host/--/api/v2/push/send");
+    setenv("APP_ENV", "development", 1);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.auth_rate_limit_points, 100);
+    assert_int_equal(cfg.auth_rate_limit_duration, 60);
+    assert_null(cfg.push_url);
+    assert_string_equal(cfg.push_dir, ".local/push");
+    unsetenv("APP_ENV"); /* development too */
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.auth_rate_limit_points, 100);
+    assert_null(cfg.push_url);
+    setenv("AUTH_RATE_LIMIT_POINTS", "7", 1);
+    setenv("PUSH_URL", "http://127.0.0.1:9/push", 1);
+    setenv("PUSH_DIR", "/tmp/p", 1);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.auth_rate_limit_points, 7);
+    assert_string_equal(cfg.push_url, "http://127.0.0.1:9/push");
+    assert_string_equal(cfg.push_dir, "/tmp/p");
+    setenv("APP_ENV", "production", 1);
+    assert_int_equal(config_load(), 0);
+    assert_int_equal(cfg.auth_rate_limit_points, 7);
+    unsetenv("APP_ENV");
+    unsetenv("AUTH_RATE_LIMIT_POINTS");
+    unsetenv("PUSH_URL");
+    unsetenv("PUSH_DIR");
+    assert_int_equal(config_load(), 0);
+}
+
 int run_config_tests(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(load), cmocka_unit_test(refusals),
-                                       cmocka_unit_test(frontend_url)};
+                                       cmocka_unit_test(frontend_url),
+                                       cmocka_unit_test(env_defaults)};
     return cmocka_run_group_tests_name("core/config", tests, NULL, NULL);
 }

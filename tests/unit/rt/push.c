@@ -1,11 +1,13 @@
 /*
  * rt/push and rt/curlm: ticket parsing (unit), batches to tests/unit/rt/push_sink.py (started
  * here on a free port) including a DeviceNotRegistered ticket, retryable 429/503 answers, a
- * closed port, and curlm_shutdown with a transfer in flight. Each loop test ends with
+ * closed port, curlm_shutdown with a transfer in flight, and the development file sink (no
+ * PUSH_URL: one .json file per batch under PUSH_DIR). Each loop test ends with
  * uv_loop_close() == 0.
  */
 #include "rt/push.h"
 
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -229,12 +231,86 @@ static void test_failures(void **state)
     cfg.push_url = NULL;
 }
 
+/* The only visible *.json file of dir, read whole (heap), or NULL. */
+static char *only_json(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char *text = NULL;
+
+    if (!d) return NULL;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+
+        if (e->d_name[0] != '.' && l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
+            char *p = path_join(dir, e->d_name);
+
+            text = read_file(p);
+            free(p);
+            break;
+        }
+    }
+    closedir(d);
+    return text;
+}
+
+static void test_file_sink(void **state)
+{
+    char *dir = make_tmpdir(), *out = path_join(dir, "push/deep"), *text;
+    const char *tokens[2] = {"ExponentPushToken[aaa]", "ExponentPushToken[bbb]"};
+    json_t *data = json_pack("{s:s}", "type", "chat-message");
+    push_msg_t msg = {"Ana Pérez", "¡Hola!", data};
+    push_box_t b;
+
+    (void)state;
+    cfg.push_url = NULL; /* development (cfg.production false) without PUSH_URL */
+    cfg.push_dir = out;
+    start();
+    assert_int_equal(push_init(&loop), 0); /* creates the folder, parents included */
+    push_and_wait(tokens, 2, &msg, &b);
+    assert_string_equal(b.error, "");
+    assert_true(b.ok);
+    assert_int_equal(b.n_unregistered, 0);
+    assert_int_equal(count_files(out, ".json"), 1);
+    assert_int_equal(count_files(out, ".tmp"), 0);
+    text = only_json(out);
+    assert_non_null(text);
+    /* the exact body a POST to the endpoint would carry */
+    assert_string_equal(text,
+                        "[{\"to\":\"ExponentPushToken[aaa]\",\"title\":\"Ana Pérez\",\"body\":"
+                        "\"¡Hola!\",\"data\":{\"type\":\"chat-message\"},\"sound\":\"default\"},"
+                        "{\"to\":\"ExponentPushToken[bbb]\",\"title\":\"Ana Pérez\",\"body\":"
+                        "\"¡Hola!\",\"data\":{\"type\":\"chat-message\"},\"sound\":\"default\"}]");
+    free(text);
+    push_and_wait(tokens, 1, &msg, &b);
+    assert_true(b.ok);
+    assert_int_equal(count_files(out, ".json"), 2);
+    /* an invalid batch writes nothing */
+    push_and_wait(tokens, 0, &msg, &b);
+    assert_false(b.ok);
+    assert_false(b.retryable);
+    assert_int_equal(count_files(out, ".json"), 2);
+    /* after push_shutdown: a retryable failure, from the loop */
+    push_shutdown();
+    push_and_wait(tokens, 1, &msg, &b);
+    assert_false(b.ok);
+    assert_true(b.retryable);
+    assert_int_equal(count_files(out, ".json"), 2);
+    stop();
+    json_decref(data);
+    cfg.push_dir = NULL;
+    rm_rf(dir);
+    free(dir);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_send),
         cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_file_sink),
     };
 
     return cmocka_run_group_tests_name("rt_push", tests, NULL, NULL);
