@@ -97,10 +97,10 @@ static void reply_invalid(http_req_t *req, const char *field, const char *messag
     verr_reply(req, &v);
 }
 
-/* The invite link of the frontend (never built from the Host header). */
-static const char *invite_link(http_req_t *req, const char *token)
+/* The invite link of the frontend (never built from the Host header), in the mail's language. */
+static const char *invite_link(http_req_t *req, const char *token, const char *lang)
 {
-    return arena_printf(&req->arena, "%s/invite?token=%s", cfg.frontend_url, token);
+    return arena_printf(&req->arena, "%s/invite?token=%s&lang=%s", cfg.frontend_url, token, lang);
 }
 
 /* ---- GET /api/organizations/:id/invites ---- */
@@ -191,7 +191,7 @@ static void create_on_context(http_req_t *req, db_result_t *r)
     new_uuid(id);
     new_token(token, token_h);
     mail_msg_t m = {0};
-    if (mail_render_invite(lang, invite_link(req, token), org_name, st->role,
+    if (mail_render_invite(lang, invite_link(req, token, lang), org_name, st->role,
                            c->display_name && *c->display_name ? c->display_name : NULL, &m) != 0) {
         http_reply_error(req, 500, "INTERNAL", "The invite could not be created");
         return;

@@ -40,13 +40,14 @@ typedef struct rec_state {
     int rc;
 } rec_state_t;
 
-/* Renders one message in both languages into params[first..first+5]. */
+/* Renders one message in both languages into params[first..first+5]; each rendering carries the
+ * link of its language (link_es NULL: the same link in both). */
 static void render_both(http_req_t *req, int (*render)(const char *, const char *, mail_msg_t *),
-                        const char *link, const char **params)
+                        const char *link, const char *link_es, const char **params)
 {
     mail_msg_t en = {0}, es = {0};
     render("en", link, &en);
-    render("es", link, &es);
+    render("es", link_es ? link_es : link, &es);
     params[0] = arena_strdup(&req->arena, en.subject);
     params[1] = arena_strdup(&req->arena, en.text);
     params[2] = arena_strdup(&req->arena, en.html);
@@ -70,11 +71,13 @@ static void forget_on_done(http_req_t *req, db_result_t *r)
 }
 
 /* The reset link: the client's redirectTo (relative ones resolve against FRONTEND_URL) with the
- * token appended, else FRONTEND_URL/reset-password. */
-static const char *reset_link(http_req_t *req, const char *redirect, const char *token)
+ * token appended, else FRONTEND_URL/reset-password with the token and the mail's language. */
+static const char *reset_link(http_req_t *req, const char *redirect, const char *token,
+                              const char *lang)
 {
     if (!redirect)
-        return arena_printf(&req->arena, "%s/reset-password?token=%s", cfg.frontend_url, token);
+        return arena_printf(&req->arena, "%s/reset-password?token=%s&lang=%s", cfg.frontend_url,
+                            token, lang);
     const char *base = redirect[0] == '/'
                            ? arena_printf(&req->arena, "%s%s", cfg.frontend_url, redirect)
                            : redirect;
@@ -93,10 +96,10 @@ static void queue_token_mail(http_req_t *req, const char *sql, bool reset, db_re
     const char *params[10] = {st->email, id, hash,
                               st->redirect ? urlcheck_lang(st->redirect) : NULL};
     if (reset)
-        render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token),
-                    params + 4);
+        render_both(req, mail_render_password_reset, reset_link(req, st->redirect, token, "en"),
+                    reset_link(req, st->redirect, token, "es"), params + 4);
     else
-        render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect),
+        render_both(req, mail_render_verification, auth_verify_link(req, token, st->redirect), NULL,
                     params + 4);
     db_req_query(req, sql, 10, params, done);
 }

@@ -156,7 +156,7 @@ def invite_link(org, email, role, mail):
     org.clients["OrganizationAdmin"].post_json(
         "/api/organizations/%s/invites" % org.id, {"email": email, "roleInOrganization": role},
         expect=201)
-    return on_public(mail.wait_for(email, subject="invited").link("/invite?token="))
+    return on_public(mail.wait_for(email, subject=org.name).link("/invite?token="))
 
 
 def membership(org_id, email):
@@ -220,11 +220,13 @@ def browser(mail):
     # offers to sign out, which leads to that invite's sign-up form.
     other = ctx["invite_other"] = unique_email("dev-other")
     other_link = invite_link(org, other, "Coach", mail)
-    for key, role, answer, lang in (("invite_accept", "Teacher", "#accept", ""),
-                                    ("invite_decline", "Manager", "#decline", "&lang=es")):
+    # The decline is a Spanish speaker's: the mail, and so its link, carry lang=es.
+    for key, role, answer, lang in (("invite_accept", "Teacher", "#accept", "en"),
+                                    ("invite_decline", "Manager", "#decline", "es")):
         email = ctx[key] = unique_email("dev-" + key)
-        sign_up(email=email, name="Existing Person")
-        link = invite_link(org, email, role, mail) + lang
+        sign_up(email=email, name="Existing Person", lang=lang)
+        link = invite_link(org, email, role, mail)
+        assert "&lang=" + lang in link, link
         flows.append({"name": key, "steps": [
             {"goto": link}, {"wait": "#signin-form"},
             {"fill": "#signin-password", "value": PASSWORD}, {"click": "#sign-in"},

@@ -151,6 +151,10 @@ def test_mail_language(org, mail):
     assert "Docente" in mail.wait_for(e1).text
     assert mail.wait_for(e2).subject.startswith("Invitación")
     assert mail.wait_for(e3).subject.startswith("You're invited")
+    # The link opens the invite page in the mail's language.
+    for e, lang in ((u["email"], "es"), (e1, "es"), (e2, "es"), (e3, "en")):
+        link = mail.wait_for(e, subject=org.name).link("/invite?token=")
+        assert parse_qs(urlsplit(link).query)["lang"] == [lang], link
 
 
 def test_create_role_rules(org):

@@ -74,6 +74,9 @@ def test_reset_mail_language(mail):
     Client().post_json("/api/auth/forget-password", {"email": email})
     es = mail.wait_for(email, count=1, subject="contraseña")
     assert "contraseña" in es.text
+    # Without redirectTo, the link opens the reset page in the mail's language.
+    link = es.link("/reset-password?token=")
+    assert parse_qs(urlsplit(link).query)["lang"] == ["es"], link
     # The callback URL's language wins over the profile's (after the per-email cooldown).
     redis_cli("DEL", "cooldown:forget:%s" % email)
     Client().post_json("/api/auth/forget-password", {"email": email, "redirectTo": "/reset?lang=en"})
