@@ -322,7 +322,7 @@ static void upload_file(http_req_t *req)
     }
     if (!storage_ready()) {
         st->failed = true;
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         return;
     }
     req->on_gone = up_on_gone;
@@ -440,7 +440,7 @@ static void ref_on_file(http_req_t *req, db_result_t *r)
     }
     rs->ref = storage_ref_make(&req->arena, mime, db_get(r, 0, FILES_REF_FILE_STORAGE_KEY));
     if (!rs->ref) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         ref_finish(req, false);
         return;
     }

@@ -469,7 +469,8 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
     }
     if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
         !*cfg.video_app_certificate) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Video is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE",
+                         "Video is not configured: set VIDEO_APP_ID and VIDEO_APP_CERTIFICATE");
         return;
     }
     uint32_t rnd;
