@@ -260,7 +260,8 @@ static void up_on_logo_admin(http_req_t *req, db_result_t *r)
     perm_actor_t a = perm_actor(context_caller(req));
     perm_t p = perm_org_logo(&a, db_get(r, 0, FILES_LOGO_ADMIN_ORG_ADMIN)[0] == 't');
     if (!perm_allowed(p)) {
-        upload_fail(req, p.status, p.code, p.message);
+        char buf[PERM_MESSAGE_MAX];
+        upload_fail(req, p.status, p.code, perm_message(p, buf, sizeof buf));
         return;
     }
     up_store(req);
