@@ -2,16 +2,61 @@
 #include "domain/permissions.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 static perm_t deny(int status, const char *code, const char *message)
 {
-    return (perm_t){status, code, message};
+    return (perm_t){status, code, message, ROLE_NONE, NULL};
 }
 
 static perm_t forbid(const char *message)
 {
     return deny(403, "FORBIDDEN", message);
+}
+
+/* 403 for want of a role: only `also` (may be NULL) or `need` and above may `what`. */
+static perm_t forbid_role(role_t need, const char *also, const char *what)
+{
+    return (perm_t){403, "FORBIDDEN", what, need, also};
+}
+
+const char *perm_role_phrase(role_t need, char *buf, size_t n)
+{
+    const char *name = role_name(need);
+    if (!name) name = "Teacher";
+    if (need == ROLE_OWNER)
+        snprintf(buf, n, "an Owner");
+    else if (need == ROLE_PLATFORM_ADMIN)
+        snprintf(buf, n, "a PlatformAdmin or an Owner");
+    else
+        snprintf(buf, n, "%s %s or above", need == ROLE_ORG_ADMIN ? "an" : "a", name);
+    return buf;
+}
+
+const char *perm_message(perm_t p, char *buf, size_t n)
+{
+    if (p.need == ROLE_NONE || !p.message) return p.message;
+    char who[64];
+    perm_role_phrase(p.need, who, sizeof who);
+    snprintf(buf, n, "Only %s%s%s may %s", p.also ? p.also : "", p.also ? " or " : "", who,
+             p.message);
+    return buf;
+}
+
+const char *perm_session_needs_active(const char *status)
+{
+    /* Who changes a mentorship's status: perm_mentorship_patch() (Manager and above). */
+    if (status && strcmp(status, "pending") == 0)
+        return "The mentorship is not active (it is pending); a Manager or above activates it "
+               "with PATCH /api/mentorships/:id {\"status\":\"active\"}";
+    if (status && strcmp(status, "paused") == 0)
+        return "The mentorship is not active (it is paused); a Manager or above resumes it "
+               "with PATCH /api/mentorships/:id {\"status\":\"active\"}";
+    if (status && strcmp(status, "ended") == 0)
+        return "The mentorship is not active (it has ended, which is final): it takes no new "
+               "sessions";
+    return "The mentorship is not active";
 }
 
 static perm_t not_found(const char *message)
@@ -73,7 +118,7 @@ perm_t perm_guard_route(const perm_actor_t *a, const perm_guard_facts_t *f)
         return deny(400, "ORG_CONTEXT_REQUIRED",
                     "An active organization is required (X-Organization-Id)");
     if (f->min_role != ROLE_NONE && !role_at_least(perm_role(a), f->min_role))
-        return forbid("Your role does not allow this action");
+        return forbid_role(f->min_role, NULL, "use this endpoint");
     return PERM_ALLOW;
 }
 
@@ -95,7 +140,7 @@ perm_t perm_org_access(const perm_actor_t *a, bool org_exists, role_t member_rol
         return PERM_ALLOW;
     }
     if (!role_is_org_role(member_role) || !role_at_least(member_role, need))
-        return forbid("Your role does not allow this action here");
+        return forbid_role(need, NULL, "do this in this organization");
     *as = member_role;
     return PERM_ALLOW;
 }
@@ -103,7 +148,8 @@ perm_t perm_org_access(const perm_actor_t *a, bool org_exists, role_t member_rol
 perm_t perm_org_list(const perm_actor_t *a, bool org_admin_somewhere)
 {
     if (is_global(a) || org_admin_somewhere) return PERM_ALLOW;
-    return forbid("Your role does not allow this action");
+    return forbid_role(ROLE_ORG_ADMIN, NULL,
+                       "list organizations (an OrganizationAdmin: their own)");
 }
 
 perm_members_t perm_member_view(role_t as)
@@ -117,7 +163,7 @@ perm_members_t perm_member_view(role_t as)
 perm_t perm_org_logo(const perm_actor_t *a, bool org_admin_there)
 {
     if (role_is_global(perm_role(a)) || org_admin_there) return PERM_ALLOW;
-    return forbid("Only an OrganizationAdmin of the organization may change its logo");
+    return forbid_role(ROLE_ORG_ADMIN, NULL, "change this organization's logo");
 }
 
 /* ---- invites ---- */
@@ -132,7 +178,7 @@ perm_t perm_invite_access(const perm_actor_t *a, bool org_exists, role_t member_
     }
     if (!role_is_org_role(member_role)) return forbid("Not a member of this organization");
     if (!role_at_least(member_role, ROLE_MANAGER))
-        return forbid("Your role does not allow managing invites");
+        return forbid_role(ROLE_MANAGER, NULL, "manage this organization's invites");
     *as = member_role;
     return PERM_ALLOW;
 }
@@ -147,7 +193,9 @@ perm_t perm_invite_grant(role_t as, role_t granted, bool has_live, role_t live)
 {
     /* Resending replaces the pending invite: its role must be grantable too. */
     if (!perm_may_grant(as, granted) || (has_live && !perm_may_grant(as, live)))
-        return forbid("Your role may invite only Coach and Teacher");
+        return forbid_role(ROLE_ORG_ADMIN, NULL,
+                           "invite a Manager or an OrganizationAdmin (a Manager invites Coach "
+                           "and Teacher)");
     return PERM_ALLOW;
 }
 
@@ -166,7 +214,7 @@ perm_t perm_user_staff(const perm_actor_t *a, role_t min)
     if (!a->org_id)
         return deny(400, "ORG_CONTEXT_REQUIRED",
                     "An active organization is required (X-Organization-Id)");
-    if (!role_at_least(a->org_role, min)) return forbid("Your role does not allow this action");
+    if (!role_at_least(a->org_role, min)) return forbid_role(min, NULL, "use this endpoint");
     return PERM_ALLOW;
 }
 
@@ -183,8 +231,15 @@ perm_t perm_user_access(const perm_actor_t *a, const perm_user_target_t *t, perm
     }
     /* By id there is no 400: without an organization context nobody is in scope. */
     role_t min = act == PERM_USER_STATUS ? ROLE_ORG_ADMIN : ROLE_MANAGER;
-    if (!a->org_id || !role_at_least(a->org_role, min))
-        return forbid("Your role does not allow this action");
+    if (!a->org_id || !role_at_least(a->org_role, min)) {
+        static const char *const what[] = {
+            [PERM_USER_READ] = "read other users",
+            [PERM_USER_WRITE] = "edit other users",
+            [PERM_USER_STATUS] = "change a user's status",
+            [PERM_USER_PRESENCE] = "see other users' presence",
+        };
+        return forbid_role(min, NULL, what[act]);
+    }
     if (!t->member) return forbid("This user is not in your organization");
     if (act == PERM_USER_PRESENCE) return PERM_ALLOW;
     /* A disabled member is out of the organization: nobody there edits their profile. */
@@ -233,8 +288,8 @@ perm_t perm_mentoring_read(const perm_actor_t *a, perm_thing_t what, const char 
         return forbid(session ? "Session belongs to another organization"
                               : "Mentorship belongs to another organization");
     if (!perm_mentoring_all(a) && !same(coach, a->user_id) && !same(teacher, a->user_id))
-        return forbid(session ? "Session of a mentorship you are not part of"
-                              : "Mentorship of a mentorship you are not part of");
+        return forbid_role(ROLE_MANAGER, "its coach, its teacher",
+                           session ? "read this session" : "read this mentorship");
     return PERM_ALLOW;
 }
 
@@ -242,7 +297,9 @@ perm_t perm_mentorship_change(const perm_actor_t *a, const char *org, const char
 {
     if (!org) return not_found("Mentorship not found");
     if (!same(org, a->org_id)) return forbid("The mentorship belongs to another organization");
-    if (!perm_mentoring_all(a) && !same(coach, a->user_id)) return forbid("Not your mentorship");
+    if (!perm_mentoring_all(a) && !same(coach, a->user_id))
+        return forbid_role(ROLE_MANAGER, "its coach",
+                           "change this mentorship, schedule its sessions or attach files to it");
     return PERM_ALLOW;
 }
 
@@ -251,14 +308,16 @@ perm_t perm_mentorship_create(const perm_actor_t *a, const char *org, const char
     if (!role_is_global(perm_role(a)) && !same_nocase(org, a->org_id))
         return forbid("Mentorships can only be created in your active organization");
     if (!perm_mentoring_all(a) && !same(coach, a->user_id))
-        return forbid("A coach can only create their own mentorships");
+        return forbid_role(ROLE_MANAGER, NULL,
+                           "create a mentorship for another coach (a Coach creates their own)");
     return PERM_ALLOW;
 }
 
 perm_t perm_mentorship_patch(const perm_actor_t *a, bool sets_status)
 {
     if (sets_status && !perm_mentoring_all(a))
-        return forbid("Only managers and admins may change the status");
+        return forbid_role(ROLE_MANAGER, NULL,
+                           "change a mentorship's status (activate, pause, resume or end it)");
     return PERM_ALLOW;
 }
 
@@ -270,7 +329,9 @@ perm_t perm_session_change(const perm_actor_t *a, const char *org, const char *c
     if (!perm_mentoring_all(a)) {
         /* A Teacher confirms sessions of their mentorships; a Coach manages their own. */
         const char *owner = perm_role(a) == ROLE_TEACHER ? teacher : coach;
-        if (!same(owner, a->user_id)) return forbid("Not a session of your mentorships");
+        if (!same(owner, a->user_id))
+            return forbid_role(ROLE_MANAGER, "its coach, its teacher (to confirm it)",
+                               "change this session");
     }
     return PERM_ALLOW;
 }
@@ -280,8 +341,9 @@ perm_t perm_session_fields(const perm_actor_t *a, bool other_fields, const char 
     bool confirm = status && strcmp(status, "confirmed") == 0;
     role_t r = perm_role(a);
     if (r == ROLE_TEACHER && (other_fields || (status && !confirm)))
-        return forbid("A teacher may only confirm a session");
-    if (r == ROLE_COACH && confirm) return forbid("Only the teacher confirms a session");
+        return forbid_role(ROLE_MANAGER, "its coach",
+                           "change a session beyond confirming it (a Teacher only confirms)");
+    if (r == ROLE_COACH && confirm) return forbid("Only the session's teacher may confirm it");
     return PERM_ALLOW;
 }
 
@@ -300,7 +362,8 @@ perm_t perm_chat_access(const perm_actor_t *a, perm_chat_need_t need, const char
     if (!part && !(need == PERM_CHAT_READ && is_global(a)))
         return forbid(is_global(a)
                           ? "PlatformAdmin and Owner read chats but do not take part in them"
-                          : "Not a participant of this mentorship's chat");
+                          : "Only its coach, its teacher or a Manager or above of the "
+                            "organization take part in this mentorship's chat");
     return PERM_ALLOW;
 }
 
@@ -312,7 +375,7 @@ perm_t perm_chat_edit(bool own)
 perm_t perm_chat_delete(const perm_actor_t *a, bool own)
 {
     if (own || role_at_least(a->org_role, ROLE_MANAGER) || is_global(a)) return PERM_ALLOW;
-    return forbid("Only the sender or an administrator may delete a message");
+    return forbid_role(ROLE_MANAGER, "its sender", "delete this message");
 }
 
 void perm_chat_conversations(const perm_actor_t *a, bool *all, bool *counts)
@@ -360,7 +423,8 @@ perm_t perm_attachments_read(const perm_actor_t *a, const char *org, const char 
     if (role_is_global(perm_role(a))) return PERM_ALLOW;
     if (!same(org, a->org_id)) return forbid("The mentorship belongs to another organization");
     if (!perm_mentoring_all(a) && !same(coach, a->user_id) && !same(teacher, a->user_id))
-        return forbid("Not your mentorship");
+        return forbid_role(ROLE_MANAGER, "its coach, its teacher",
+                           "list this mentorship's attachments");
     return PERM_ALLOW;
 }
 
@@ -370,5 +434,6 @@ perm_t perm_stream_mentorship(const perm_actor_t *a, bool exists, bool participa
 {
     if (!exists) return not_found("Mentorship not found");
     if (participant || role_at_least(a->global_role, ROLE_PLATFORM_ADMIN)) return PERM_ALLOW;
-    return forbid("Not a participant of this mentorship");
+    return forbid_role(ROLE_PLATFORM_ADMIN, "its coach, its teacher",
+                       "follow this mentorship's events");
 }

@@ -6,10 +6,14 @@
  *
  * A refusal carries the HTTP status, the error code and the message the API answers with, so
  * that the role matrix (tests/role_matrix.tsv) can be walked here, in a unit test, and over HTTP
- * with the same expectations.
+ * with the same expectations. A refusal for want of a role names the lowest role that may (and
+ * who else may, "its coach"): perm_message() turns it into the answer's message, "Only its coach
+ * or a Manager or above may change this mentorship", so that a client developer reads who can
+ * do what they could not.
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "domain/roles.h"
 
@@ -17,10 +21,25 @@
 typedef struct perm {
     int status;
     const char *code;
+    /* The whole message; with `need`, what the caller may not do ("change this mentorship"). */
     const char *message;
+    role_t need;      /* a refusal for want of a role: the lowest role that may; else ROLE_NONE */
+    const char *also; /* with need: who else may ("its coach"), or NULL */
 } perm_t;
 
-#define PERM_ALLOW ((perm_t){0, NULL, NULL})
+#define PERM_ALLOW ((perm_t){0, NULL, NULL, ROLE_NONE, NULL})
+
+/* The message a refusal answers with: p.message, or for a role refusal "Only [also or ]a
+ * <need> or above may <message>" (PlatformAdmin: "a PlatformAdmin or an Owner", Owner: "an
+ * Owner") written into buf (truncated to n). Returns buf or p.message. */
+const char *perm_message(perm_t p, char *buf, size_t n);
+
+/* "a Manager or above" (see perm_message()) into buf; buf. */
+const char *perm_role_phrase(role_t need, char *buf, size_t n);
+
+/* The 422 of POST /api/sessions on a mentorship that is not active (`status` its API name):
+ * which status it has and who changes it. */
+const char *perm_session_needs_active(const char *status);
 
 static inline bool perm_allowed(perm_t p)
 {

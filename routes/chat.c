@@ -1255,7 +1255,9 @@ static void token_on_loaded(http_req_t *req, db_result_t *r)
     if (!access_or_replied(req, r, PERM_CHAT_READ, &x)) return;
     if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
         !*cfg.video_app_certificate) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Chat tokens are not configured");
+        http_reply_error(
+            req, 503, "UNAVAILABLE",
+            "Chat tokens are not configured: set VIDEO_APP_ID and VIDEO_APP_CERTIFICATE");
         return;
     }
     uint32_t rnd;

@@ -222,7 +222,7 @@ static void presign_file(http_req_t *req)
     uint64_t size = 0;
     if (!file_fields_or_reply(req, body, &v, &filename, &mime, &size)) return;
     if (!storage_ready()) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         return;
     }
     char id[IDS_UUID_LEN + 1];
@@ -232,7 +232,7 @@ static void presign_file(http_req_t *req)
     st->mime = mime;
     st->url = storage_presign_put(&req->arena, st->key, mime, size, STORAGE_URL_TTL);
     if (!st->url) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         return;
     }
     req->data = st;

@@ -260,7 +260,8 @@ static void up_on_logo_admin(http_req_t *req, db_result_t *r)
     perm_actor_t a = perm_actor(context_caller(req));
     perm_t p = perm_org_logo(&a, db_get(r, 0, FILES_LOGO_ADMIN_ORG_ADMIN)[0] == 't');
     if (!perm_allowed(p)) {
-        upload_fail(req, p.status, p.code, p.message);
+        char buf[PERM_MESSAGE_MAX];
+        upload_fail(req, p.status, p.code, perm_message(p, buf, sizeof buf));
         return;
     }
     up_store(req);
@@ -322,7 +323,7 @@ static void upload_file(http_req_t *req)
     }
     if (!storage_ready()) {
         st->failed = true;
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         return;
     }
     req->on_gone = up_on_gone;
@@ -440,7 +441,7 @@ static void ref_on_file(http_req_t *req, db_result_t *r)
     }
     rs->ref = storage_ref_make(&req->arena, mime, db_get(r, 0, FILES_REF_FILE_STORAGE_KEY));
     if (!rs->ref) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Storage is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE", storage_unconfigured_message());
         ref_finish(req, false);
         return;
     }

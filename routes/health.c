@@ -8,11 +8,13 @@
  *   storage   local: a probe file is written and removed; s3: the bucket answers a signed HEAD
  *   mail      SMTP_URL: the SMTP server accepts a connection; none (development): .eml files
  *   video     VIDEO_APP_ID and VIDEO_APP_CERTIFICATE are present
- *   env       required variables present (only enforced when APP_ENV=production)
+ *   env       required variables present (only enforced when APP_ENV=production: in
+ *             development it stays "ok", and env.missingRequired still lists what is unset)
  *
- * status is "degraded" (503) when the database or cache fails, or in production when any check
- * fails (the interface's meaning: every check). That makes it the wrong probe for a load
- * balancer: an SMTP outage would take every host out while the API serves fine.
+ * One rule in every environment: status "ok" and 200 exactly when every check in `checks` is
+ * "ok"; otherwise "degraded" and 503 (a development server without video credentials included).
+ * That makes it the wrong probe for a load balancer: an SMTP outage would take every host out
+ * while the API serves fine.
  *
  * GET /api/health/live and GET /api/health/ready are for balancers and orchestrators: no client
  * key, no details, {"status":"ok"} or {"status":"unavailable"}. live answers while the worker
@@ -187,9 +189,9 @@ static void health_reply(health_state_t *st)
     if (!video_ok) add_missing(&groups, "video", &f2);
     bool env_ok = !cfg.production || (f1 && f2);
 
-    bool degraded = !st->ok[CHK_DB] || !st->ok[CHK_CACHE];
-    if (cfg.production)
-        degraded = degraded || !st->ok[CHK_STORAGE] || !st->ok[CHK_MAIL] || !video_ok || !env_ok;
+    /* One rule in every environment: 200 "ok" exactly when every check is "ok". */
+    bool degraded = !st->ok[CHK_DB] || !st->ok[CHK_CACHE] || !st->ok[CHK_STORAGE] ||
+                    !st->ok[CHK_MAIL] || !video_ok || !env_ok;
 
     buf_t b = BUF_INIT;
 #define OKS(x) ((x) ? "\"ok\"" : "\"error\"")

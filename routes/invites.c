@@ -418,7 +418,9 @@ static void respond_on_done(http_req_t *req, db_result_t *r)
     if (!outcome || strcmp(outcome, "not_found") == 0)
         http_reply_error(req, 404, "NOT_FOUND", "Invite not found");
     else if (strcmp(outcome, "forbidden") == 0)
-        http_reply_error(req, 403, "FORBIDDEN", "This invite is addressed to another email");
+        http_reply_error(
+            req, 403, "FORBIDDEN",
+            "Only the invitee (signed in with the invite's email) may accept or decline it");
     else if (strcmp(outcome, "not_pending") == 0)
         http_reply_error(req, 400, "VALIDATION_ERROR", "The invite is not pending");
     else if (strcmp(outcome, "expired") == 0)

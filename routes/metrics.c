@@ -335,7 +335,8 @@ static void get_metrics(http_req_t *req)
         size_t tl = strlen(token);
         if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tl ||
             !crypto_ct_equal(auth + 7, token, tl)) {
-            http_reply_error(req, 401, "UNAUTHENTICATED", "Metrics need the bearer token");
+            http_reply_error(req, 401, "UNAUTHENTICATED",
+                             "Metrics need Authorization: Bearer <METRICS_TOKEN>");
             return;
         }
     }

@@ -16,11 +16,16 @@ static inline perm_actor_t perm_actor(const caller_t *c)
     return (perm_actor_t){c->user_id, c->global_role, c->org_role, c->org_id};
 }
 
-/* True when p allows; otherwise replies p's status, code and message and returns false. */
+/* Room for perm_message(): the longest refusal names two participants, a role and an action. */
+#define PERM_MESSAGE_MAX 256
+
+/* True when p allows; otherwise replies p's status, code and message (perm_message(): a role
+ * refusal names who may) and returns false. */
 static inline bool perm_allowed_or_replied(http_req_t *req, perm_t p)
 {
     if (perm_allowed(p)) return true;
-    http_reply_error(req, p.status, p.code, p.message);
+    char buf[PERM_MESSAGE_MAX];
+    http_reply_error(req, p.status, p.code, perm_message(p, buf, sizeof buf));
     return false;
 }
 
@@ -28,6 +33,7 @@ static inline bool perm_allowed_or_replied(http_req_t *req, perm_t p)
 static inline bool perm_allowed_or_rolled_back(txreq_t *tx, perm_t p)
 {
     if (perm_allowed(p)) return true;
-    txreq_error(tx, p.status, p.code, p.message);
+    char buf[PERM_MESSAGE_MAX];
+    txreq_error(tx, p.status, p.code, perm_message(p, buf, sizeof buf));
     return false;
 }

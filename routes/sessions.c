@@ -222,8 +222,9 @@ static void create_decide(http_req_t *req, txreq_t *t, db_result_t *res)
     if (!mentoring_changeable_or_replied(t, res)) return;
     st->coach_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_CREATE_LOCK_COACH_ID));
     st->teacher_id = arena_strdup(&req->arena, db_get(res, 0, SESSION_CREATE_LOCK_TEACHER_ID));
-    if (strcmp(db_get(res, 0, SESSION_CREATE_LOCK_STATUS), "active") != 0) {
-        txreq_error(t, 422, "UNPROCESSABLE", "The mentorship is not active");
+    const char *status = db_get(res, 0, SESSION_CREATE_LOCK_STATUS);
+    if (strcmp(status, "active") != 0) {
+        txreq_error(t, 422, "UNPROCESSABLE", perm_session_needs_active(status));
         return;
     }
     st->notices = mentoring_notices_render(req, MENTORING_NOTICE_SCHEDULED,
@@ -469,7 +470,8 @@ static void video_on_loaded(http_req_t *req, db_result_t *r)
     }
     if (!cfg.video_app_id || !*cfg.video_app_id || !cfg.video_app_certificate ||
         !*cfg.video_app_certificate) {
-        http_reply_error(req, 503, "UNAVAILABLE", "Video is not configured");
+        http_reply_error(req, 503, "UNAVAILABLE",
+                         "Video is not configured: set VIDEO_APP_ID and VIDEO_APP_CERTIFICATE");
         return;
     }
     uint32_t rnd;

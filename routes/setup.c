@@ -98,26 +98,29 @@ static void first_run_limited(http_req_t *req)
     db_req_query(req, SQL_SETUP_INITIALIZED, 0, NULL, on_initialized);
 }
 
-/* Production: X-Setup-Token equals SETUP_TOKEN (compared in constant time). */
-static bool setup_token_ok(http_req_t *req)
+/* Production: X-Setup-Token equals SETUP_TOKEN (compared in constant time). NULL when it
+ * does, else the message of the 403, naming what to set. */
+static const char *setup_token_refusal(http_req_t *req)
 {
-    if (!cfg.production) return true;
+    if (!cfg.production) return NULL;
     const char *want = getenv("SETUP_TOKEN");
     if (!want || !*want) {
         static bool told;
         if (!told) log_warn("first-run refused: SETUP_TOKEN is not set (coachd first-run works)");
         told = true;
-        return false;
+        return "The first run is closed: set SETUP_TOKEN on the server and send it as "
+               "X-Setup-Token, or run coachd first-run";
     }
     const char *got = http_req_header(req, "X-Setup-Token");
-    return got && crypto_ct_streq(got, want);
+    if (got && crypto_ct_streq(got, want)) return NULL;
+    return "The first run needs X-Setup-Token equal to SETUP_TOKEN in production";
 }
 
 static void first_run(http_req_t *req)
 {
-    if (!setup_token_ok(req)) {
-        http_reply_error(req, 403, "FORBIDDEN",
-                         "The first run needs X-Setup-Token equal to SETUP_TOKEN in production");
+    const char *refusal = setup_token_refusal(req);
+    if (refusal) {
+        http_reply_error(req, 403, "FORBIDDEN", refusal);
         return;
     }
     json_t *body;

@@ -148,6 +148,27 @@ bool storage_ready(void)
     return S.local ? S.secret_len > 0 : s3_configured();
 }
 
+const char *storage_unconfigured_message(void)
+{
+    if (S.local)
+        return "Storage is not configured: set STORAGE_SECRET (32 to 127 characters), or run "
+               "coachd migrate so that the database holds the storage secret";
+    const char *names[3];
+    int n = 0;
+    if (!cfg.s3_bucket || !*cfg.s3_bucket) names[n++] = "S3_BUCKET";
+    if (!cfg.s3_access_key_id || !*cfg.s3_access_key_id) names[n++] = "S3_ACCESS_KEY_ID";
+    if (!cfg.s3_secret_access_key || !*cfg.s3_secret_access_key)
+        names[n++] = "S3_SECRET_ACCESS_KEY";
+    if (n == 0) return "Storage could not sign the URL: check S3_ENDPOINT and S3_REGION";
+    static char msg[160]; /* one worker, one thread: used before the next request runs */
+    int len = snprintf(msg, sizeof msg, "Storage is not configured: set %s", names[0]);
+    for (int i = 1; i < n; i++)
+        len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", i == n - 1 ? " and " : ", ",
+                        names[i]);
+    snprintf(msg + len, sizeof msg - (size_t)len, " (STORAGE_DRIVER=s3)");
+    return msg;
+}
+
 bool storage_is_local(void)
 {
     return S.local;

@@ -43,6 +43,9 @@ int storage_init(uv_loop_t *loop);
 void storage_shutdown(void);
 /* True when presigning works (s3 fully configured, or local with its secret loaded). */
 bool storage_ready(void);
+/* The message of a 503 while storage is not ready, naming what to set: the S3_ variables that
+ * are missing (s3), or STORAGE_SECRET (local, while the database's secret is not loaded). */
+const char *storage_unconfigured_message(void);
 bool storage_is_local(void);
 
 /* Presigned GET URL for `key`, valid ttl_seconds, served with Content-Disposition attachment

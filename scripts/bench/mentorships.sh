@@ -32,7 +32,7 @@ build-release/coachd serve >"$MAIL_DIR/coachd-bench.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
-    curl -sf -o /dev/null -H "X-Client-Key: $CLIENT_KEY" "$BASE/api/health" && break
+    curl -sf -o /dev/null "$BASE/api/health/ready" && break
     sleep 0.1
 done
 

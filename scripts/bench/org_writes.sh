@@ -35,7 +35,7 @@ psql -X -q -v ON_ERROR_STOP=1 -d "$DATABASE_URL" -f scripts/bench/seed_org_write
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
-    curl -sf -o /dev/null -H "X-Client-Key: $CLIENT_KEY" "$BASE/api/health" && break
+    curl -sf -o /dev/null "$BASE/api/health/ready" && break
     sleep 0.1
 done
 

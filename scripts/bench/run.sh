@@ -35,6 +35,10 @@ export PUBLIC_URL="http://127.0.0.1:$PORT" MAIL_FROM="${MAIL_FROM:-noreply@coach
 # Nothing leaves this machine: mail goes to .eml files, push to a closed local port.
 unset SMTP_URL
 export PUSH_URL="http://127.0.0.1:9/push"
+# Placeholder video credentials (no token is asked for): /api/health answers 503 while any check
+# fails, and health-during-signin measures its 200.
+export VIDEO_APP_ID="${VIDEO_APP_ID:-bench-video-app-id}"
+export VIDEO_APP_CERTIFICATE="${VIDEO_APP_CERTIFICATE:-bench-video-app-certificate}"
 BASE="http://127.0.0.1:$PORT"
 
 build-release/coachd migrate >"$LOGS/migrate.log" 2>&1 || { cat "$LOGS/migrate.log"; die "migrate failed"; }

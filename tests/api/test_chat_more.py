@@ -427,4 +427,6 @@ def test_chat_token_unavailable_without_credentials(chat):
         c = Client(base_url=base, org_id=chat.org.id)
         c.cookies.update(chat.c("Coach").cookies)
         c.get_json(chat.msgs())  # the server works, only tokens are not configured
-        assert_error(c.post(chat.path("/token")), 503, "UNAVAILABLE")
+        err = assert_error(c.post(chat.path("/token")), 503, "UNAVAILABLE")
+        assert err["message"] == ("Chat tokens are not configured: set VIDEO_APP_ID and "
+                                  "VIDEO_APP_CERTIFICATE"), err

@@ -37,7 +37,9 @@ def admins(url):
 
 def test_production_refuses_first_run_without_setup_token():
     with temp_database() as url, prod_server(url, SETUP_TOKEN=None) as base:
-        assert_error(first_run(base), 403, "FORBIDDEN")
+        err = assert_error(first_run(base), 403, "FORBIDDEN")
+        # The message names what to do: the variable to set, or the command.
+        assert "set SETUP_TOKEN" in err["message"] and "coachd first-run" in err["message"], err
         assert_error(first_run(base, {"X-Setup-Token": ""}), 403, "FORBIDDEN")
         assert_error(first_run(base, {"X-Setup-Token": "anything"}), 403, "FORBIDDEN")
         assert admins(url) == "0"
@@ -46,7 +48,8 @@ def test_production_refuses_first_run_without_setup_token():
 def test_production_first_run_needs_the_setup_token():
     token = uuid.uuid4().hex
     with temp_database() as url, prod_server(url, SETUP_TOKEN=token) as base:
-        assert_error(first_run(base), 403, "FORBIDDEN")
+        err = assert_error(first_run(base), 403, "FORBIDDEN")
+        assert "X-Setup-Token" in err["message"] and "SETUP_TOKEN" in err["message"], err
         assert_error(first_run(base, {"X-Setup-Token": token[:-1] + "x"}), 403, "FORBIDDEN")
         assert_error(first_run(base, {"X-Setup-Token": token + "x"}), 403, "FORBIDDEN")
         assert_error(first_run(base, {"X-Setup-Token": token[:8]}), 403, "FORBIDDEN")

@@ -61,7 +61,8 @@ def test_metrics_not_public_by_default():
 def test_metrics_content_and_format(tmp_path):
     with second_coachd(METRICS_TOKEN=TOKEN) as base:
         c = Client(base_url=base)
-        assert_error(c.get("/metrics"), 401, "UNAUTHENTICATED")
+        err = assert_error(c.get("/metrics"), 401, "UNAUTHENTICATED")
+        assert err["message"] == "Metrics need Authorization: Bearer <METRICS_TOKEN>", err
         assert_error(c.get("/metrics", headers={"Authorization": "Bearer wrong"}), 401,
                      "UNAUTHENTICATED")
         assert_error(c.get("/metrics", headers={"Authorization": "Bearer " + TOKEN + "x"}), 401)

@@ -419,7 +419,8 @@ def test_video_token_unavailable_without_credentials(org, ment):
         c.get_json(spath(s))  # the server works, only video is not configured
         r = c.get(spath(s, "/video-token"))
         err = assert_error(r, 503, "UNAVAILABLE")
-        assert "video" in err["message"].lower()
+        assert err["message"] == ("Video is not configured: set VIDEO_APP_ID and "
+                                  "VIDEO_APP_CERTIFICATE"), err
 
 
 # ---- reactions ---------------------------------------------------------------------------

@@ -286,10 +286,18 @@ static void test_row(void **state)
     const row_t *r = *state;
     perm_t p = decide(r);
     bool ok_expected = r->status >= 200 && r->status < 300;
+    char msg[256];
+    const char *m = perm_message(p, msg, sizeof msg);
     if (perm_allowed(p) != ok_expected || (!perm_allowed(p) && p.status != r->status))
         fail_msg("line %d: %s %s as %s (%s): the table says %d, the rules say %d %s", r->line,
                  r->method, r->path, r->actor, r->relation, r->status,
-                 perm_allowed(p) ? 200 : p.status, p.message ? p.message : "");
+                 perm_allowed(p) ? 200 : p.status, m ? m : "");
+    /* A 403 FORBIDDEN says why: who may (a role refusal names its role) or the rule. */
+    if (!perm_allowed(p) && p.status == 403 && strcmp(p.code, "FORBIDDEN") == 0) {
+        if (!m || !*m) fail_msg("line %d: a 403 without a message", r->line);
+        if (p.need != ROLE_NONE && !strstr(m, role_name(p.need)))
+            fail_msg("line %d: \"%s\" does not name %s", r->line, m, role_name(p.need));
+    }
 }
 
 /* Reads every row of the table (exits on a malformed one). */
@@ -391,6 +399,41 @@ static void test_user_status_and_higher_roles(void **state)
     assert_int_equal(perm_user_access(&manager, &shared, PERM_USER_STATUS).status, 403);
 }
 
+/* A role refusal's message names the role (and who else may); a rule's is its own. */
+static void test_messages_name_the_role(void **state)
+{
+    (void)state;
+    char buf[256], small[24];
+    perm_actor_t coach = {"c", ROLE_NONE, ROLE_COACH, "org"};
+    perm_t p = perm_mentorship_patch(&coach, true);
+    assert_int_equal(p.status, 403);
+    assert_string_equal(p.code, "FORBIDDEN");
+    assert_int_equal(p.need, ROLE_MANAGER);
+    assert_string_equal(perm_message(p, buf, sizeof buf),
+                        "Only a Manager or above may change a mentorship's status (activate, "
+                        "pause, resume or end it)");
+    assert_string_equal(perm_message(perm_mentorship_change(&coach, "org", "x"), buf, sizeof buf),
+                        "Only its coach or a Manager or above may change this mentorship, "
+                        "schedule its sessions or attach files to it");
+    assert_string_equal(
+        perm_message(perm_session_fields(&coach, false, "confirmed"), buf, sizeof buf),
+        "Only the session's teacher may confirm it");
+    /* Truncated, still terminated. */
+    assert_string_equal(perm_message(p, small, sizeof small), "Only a Manager or above");
+    assert_string_equal(perm_role_phrase(ROLE_ORG_ADMIN, buf, sizeof buf),
+                        "an OrganizationAdmin or above");
+    assert_string_equal(perm_role_phrase(ROLE_PLATFORM_ADMIN, buf, sizeof buf),
+                        "a PlatformAdmin or an Owner");
+    assert_string_equal(perm_role_phrase(ROLE_OWNER, buf, sizeof buf), "an Owner");
+    /* A refusal that is no role refusal answers its message as it is. */
+    perm_t other = perm_mentorship_change(&coach, "elsewhere", "c");
+    assert_ptr_equal(perm_message(other, buf, sizeof buf), other.message);
+    assert_true(strstr(perm_session_needs_active("pending"), "(it is pending); a Manager or above "
+                                                             "activates it") != NULL);
+    assert_true(strstr(perm_session_needs_active("paused"), "resumes it") != NULL);
+    assert_true(strstr(perm_session_needs_active("ended"), "final") != NULL);
+}
+
 static void test_session_fields_and_chat_edits(void **state)
 {
     (void)state;
@@ -440,6 +483,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_guard_order),
         cmocka_unit_test(test_user_status_and_higher_roles),
         cmocka_unit_test(test_session_fields_and_chat_edits),
+        cmocka_unit_test(test_messages_name_the_role),
     };
     size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
     struct CMUnitTest *tests = calloc(n + nfixed, sizeof(*tests));
