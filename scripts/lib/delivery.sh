@@ -1,6 +1,7 @@
 # delivery_log: logs where coachd will deliver mail and push with the environment it is about to
 # get (core/config.c's rules): a service's scheme, host and port, never its credentials; or the
-# folder of the development files. Source it after common.sh.
+# folder of the development files. Then where the email links lead, whether video is configured
+# and where the API reference is. Source it after common.sh.
 # shellcheck shell=bash
 
 # scheme://host[:port] of URL, without user, password, path or query.
@@ -27,4 +28,14 @@ delivery_log() {
     else
         log "push: .json files under ${PUSH_DIR:-.local/push} (PUSH_URL unset)"
     fi
+    local public="${PUBLIC_URL:-http://localhost:${PORT:-8080}}"
+    if [ -n "${FRONTEND_URL:-}" ]; then
+        log "email links: FRONTEND_URL ($(delivery_endpoint "$FRONTEND_URL"))"
+    elif [ -z "$prod" ]; then
+        log "email links: pages of coachd itself, $public/email-verification, /reset-password, /invite (FRONTEND_URL unset)"
+    fi
+    if [ -z "${VIDEO_APP_ID:-}" ] || [ -z "${VIDEO_APP_CERTIFICATE:-}" ]; then
+        log "video: not configured (set VIDEO_APP_ID and VIDEO_APP_CERTIFICATE): token endpoints answer 503, /api/health says degraded"
+    fi
+    log "API reference: $public/api/docs (the document: $public/api/openapi.json)"
 }
