@@ -14,9 +14,10 @@
  *
  * Idempotent: the data is there when every demo email has an account; a run then changes
  * nothing and prints the accounts again. When only some of them exist (someone signed up with
- * one of the addresses) it refuses and changes nothing. Everything is one transaction behind an
- * advisory lock, so a failure leaves nothing and two runs cannot both seed; the attachment's
- * object is stored before the commit and deleted again when the commit fails.
+ * one of the addresses), or when an address it invites has an account (the invite would hold
+ * that user at the invite gate), it refuses and changes nothing. Everything is one transaction
+ * behind an advisory lock, so a failure leaves nothing and two runs cannot both seed; the
+ * attachment's object is stored before the commit and deleted again when the commit fails.
  *
  * Refused when APP_ENV=production: these accounts have published passwords.
  *
@@ -445,6 +446,17 @@ static void on_state(db_result_t *r, void *data)
         snprintf(S.sa_id, sizeof S.sa_id, "%s", sa);
         S.created = false;
         db_tx_commit(S.tx, on_commit, NULL); /* read only: nothing to commit */
+        return;
+    }
+    if (S.existing == 0 && db_getll(r, 0, DEMO_STATE_INVITEES_WITH_ACCOUNT, 0) != 0) {
+        fprintf(stderr, "coachd seed-demo: one of the addresses the demo invites has an account "
+                        "(a pending invite would hold that user at the invite gate):");
+        for (int i = 0; i < N_INVITES; i++)
+            fprintf(stderr, " %s", INVITES[i].email);
+        fprintf(stderr, "; nothing was changed.\n");
+        S.status = 1;
+        db_tx_rollback(S.tx);
+        finish();
         return;
     }
     if (S.existing != 0) {

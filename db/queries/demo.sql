@@ -13,10 +13,11 @@
 SELECT pg_advisory_xact_lock(727274002);
 
 -- name: demo_state
--- columns: existing, northwind_id, sierra_id, invites_pending
+-- columns: existing, northwind_id, sierra_id, invites_pending, invitees_with_account
 -- Whether the demo data is there: how many of the demo emails $1 (text[]) have an account, the
--- organizations of the demo admins $2 (Northwind) and $3 (Sierra Azul), and the number of
--- pending demo invites $4 (text[] of emails).
+-- organizations of the demo admins $2 (Northwind) and $3 (Sierra Azul), the number of pending
+-- demo invites to the addresses $4 (text[]), and how many of those addresses have an account
+-- (an invite to one would hold that user at the invite gate).
 SELECT (SELECT count(*) FROM users WHERE email = ANY($1::text[])) AS existing,
        (SELECT m.organization_id FROM organization_memberships m
         JOIN users u ON u.id = m.user_id
@@ -28,7 +29,8 @@ SELECT (SELECT count(*) FROM users WHERE email = ANY($1::text[])) AS existing,
         ORDER BY m.joined_at DESC LIMIT 1) AS sierra_id,
        (SELECT count(*) FROM invites
         WHERE email = ANY($4::text[]) AND status = 'pending' AND expires_at > now())
-           AS invites_pending;
+           AS invites_pending,
+       (SELECT count(*) FROM users WHERE email = ANY($4::text[])) AS invitees_with_account;
 
 -- name: demo_users
 -- The accounts: $1 a JSON array of {id, email, first, last, lang, tz, role (global role or

@@ -303,6 +303,17 @@ def test_a_taken_demo_email_leaves_the_database_as_it_was(tmp_path):
         assert not any(tmp_path.rglob("*.txt"))
 
 
+def test_an_invited_address_with_an_account_leaves_the_database_as_it_was(tmp_path):
+    with temp_database() as url:
+        env = dict(os.environ, DATABASE_URL=url)
+        subprocess.run([BIN, "migrate"], check=True, capture_output=True, env=env, timeout=60)
+        psql_at(url, "INSERT INTO users (id, email) "
+                     "VALUES ('c%s', 'nueva.docente@northwind.example')" % ("0" * 24))
+        r = seed(url, str(tmp_path))
+        assert r.returncode == 1 and "invite gate" in r.stderr, r
+        assert counts(url)["users"] == "1" and counts(url)["invites"] == "0"
+
+
 @pytest.mark.skipif(not S3, reason="s3rver not started (scripts/test starts it)")
 def test_the_attachment_on_the_s3_driver(tmp_path):
     s3 = dict(STORAGE_DRIVER="s3", S3_ENDPOINT=S3, S3_REGION="us-east-1", S3_BUCKET="coach-files",
