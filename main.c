@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include "cli/first_run.h"
+#include "cli/seed_demo.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/log.h"
@@ -418,8 +419,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "first-run") == 0) return cli_first_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "seed-demo") == 0) return cli_seed_demo(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
-        fprintf(stderr, "usage: coachd [serve|migrate|first-run|version]\n");
+        fprintf(stderr, "usage: coachd [serve|migrate|first-run|seed-demo|version]\n");
         return 2;
     }
     if (config_load() != 0) return 1;

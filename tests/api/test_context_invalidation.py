@@ -49,6 +49,14 @@ ALLOWED = {
     # A new user, created by staff or by the first-run setup: no session of theirs exists yet.
     "user_create": "new user only",
     "setup_create_admin": "new user only",
+    # coachd seed-demo (cli/seed_demo.c) writes only when none of its emails, accounts' or
+    # invitees', has an account: new users, new organizations, the new users' memberships,
+    # current organizations and accepted invites, and pending invites for addresses that have no
+    # account. No cached context names any of them.
+    "demo_users": "new users only",
+    "demo_organizations": "new organizations only",
+    "demo_members": "the new users' memberships, current organizations and invites only",
+    "demo_invites": "pending invites for addresses without an account",
 }
 
 WRITE_RE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:ONLY\s+)?([a-z_][a-z0-9_]*)",
