@@ -6,9 +6,11 @@ nothing, the refusal in production, a database where some demo email is taken, a
 driver for the attachment."""
 import contextlib
 import hashlib
+import json
 import os
 import re
 import subprocess
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -333,3 +335,57 @@ def test_the_attachment_on_the_s3_driver(tmp_path):
             assert got.status_code == 200 and got.content.startswith(b"Week 3 lesson plan")
             meta = coach.get_json("/api/files/%s" % att["fileId"])["data"]
             assert meta["sha256Hash"] == hashlib.sha256(got.content).hexdigest()
+
+
+def readme_walk():
+    """The shell lines of README.md's quick start that talk to the server (curl), joined where a
+    line ends in a backslash."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    start = text.index("## Quick start")
+    section = text[start:text.index("\n## ", start + 1)]
+    lines, cur = [], ""
+    for raw in section.splitlines():
+        if not raw.startswith("    "):
+            continue
+        cur += raw.strip()
+        if cur.endswith("\\"):
+            cur = cur[:-1] + " "
+            continue
+        if cur.startswith("curl "):
+            lines.append(cur)
+        cur = ""
+    return lines
+
+
+def test_the_readme_quick_start_walk_works_as_written(demo, tmp_path):
+    """README's walk, run as written (only the host and the mentorship id M replaced): the demo
+    coach signs in with the printed password, reads profile, organizations, mentorships and the
+    chat, opens the mentorship's stream and sees the message posted meanwhile arrive."""
+    _, _, _, base = demo
+    walk = readme_walk()
+    assert len(walk) >= 6, walk
+    assert any("coach@northwind.example" in w and PASSWORDS["coach@northwind.example"] in w
+               for w in walk), walk
+    coach = sign_in(base, "coach@northwind.example")
+    m = next(x["id"] for x in coach.get_json("/api/mentorships")["data"] if x["status"] == "active")
+
+    def shell(line):
+        line = line.replace("http://localhost:8080", base).replace("/M/", "/%s/" % m)
+        return line.split(" # ")[0]
+
+    stream = None
+    for line in walk:
+        cmd = shell(line)
+        if " -N " in cmd:  # the live stream: open it, post the next line's message into it
+            stream = subprocess.Popen("exec " + cmd.replace("curl ", "curl -s --max-time 8 ", 1),
+                                      shell=True, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+            time.sleep(1)
+            continue
+        r = subprocess.run(cmd.replace("curl ", "curl -s -w '\\n%{http_code}' ", 1), shell=True,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=30)
+        body, _, status = r.stdout.rpartition("\n")
+        assert status in ("200", "201"), (line, status, body)
+        assert json.loads(body), (line, body)
+    assert stream, "the walk opens the mentorship's stream"
+    out, _ = stream.communicate(timeout=20)
+    assert "event: chat-message" in out and '"body":"Hello"' in out, out
