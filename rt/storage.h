@@ -43,6 +43,9 @@ int storage_init(uv_loop_t *loop);
 void storage_shutdown(void);
 /* True when presigning works (s3 fully configured, or local with its secret loaded). */
 bool storage_ready(void);
+/* False while the local driver's database secret has not been loaded yet (a worker waits for
+ * it before it serves, main.c); s3 loads nothing. */
+bool storage_loaded(void);
 bool storage_is_local(void);
 
 /* Presigned GET URL for `key`, valid ttl_seconds, served with Content-Disposition attachment
