@@ -10,8 +10,10 @@
  * too, before forking: METRICS_PORT's socket and the shared slots where each worker publishes its
  * figures (core/metrics.h), so any worker answers for all.
  *
- * Start-up: config_load refuses bad configuration before anything forks. A worker marks its slot
- * ready (shared memory) once it listens; one that exits before that failed to start, and a slot
+ * Start-up: config_load refuses bad configuration before anything forks. A worker listens only
+ * once what its requests depend on has loaded (at most STARTUP_WAIT_MS; await_startup_loads),
+ * connections waiting in the slot socket's backlog meanwhile, and marks its slot ready (shared
+ * memory) once it listens; one that exits before that failed to start, and a slot
  * whose worker fails to start WORKER_START_TRIES times in a row stops the supervisor with exit
  * status 1 (systemd then sees the failure) instead of restarting forever.
  *
@@ -55,6 +57,9 @@
 /* After the grace, how long the cut requests' teardown (temporary files removed, connections
  * closed) may take before the worker exits regardless. */
 #define ABORT_BOUND_MS 5000
+/* At most this long a worker waits for its start-up loads before it serves anyway
+ * (await_startup_loads). */
+#define STARTUP_WAIT_MS 10000
 
 static uv_loop_t *loop;
 static uv_signal_t sig_term, sig_int;
@@ -182,6 +187,52 @@ static void sup_signals(sigset_t *set)
     sigaddset(set, SIGCHLD);
 }
 
+/* What a worker's requests depend on that loads in the background at start: the storage secret
+ * kept in the database (local driver without STORAGE_SECRET; before it, presign, upload, local
+ * URLs and avatar references would answer 503 "Storage is not configured" or render nothing) and
+ * the first attempt of the Redis command connection (before it, Redis commands fail at once:
+ * resend-activation and forget-password answer 503, limits go unenforced). The database pool
+ * needs no wait: statements queue until a connection is up. */
+static bool startup_loaded(void)
+{
+    return storage_loaded() && redis_first_attempt_done();
+}
+
+static void on_startup_bound(uv_timer_t *t)
+{
+    (void)t; /* wakes the loop of await_startup_loads */
+}
+
+/* Runs the loop until the start-up loads are done, STARTUP_WAIT_MS has passed, or a stop signal
+ * came. The worker does not listen meanwhile: connections made wait in the backlog of the
+ * slot's socket (the supervisor's, open all along), as while a worker is replaced, and are served
+ * once it listens. So no request ever sees a half-started worker, and readiness cannot say ok
+ * before it is ready. A load still missing after the bound (its dependency is down) no longer
+ * holds the worker back: it serves, says what is missing, and what depends on it answers 503
+ * until the retries load it. */
+static void await_startup_loads(void)
+{
+    static uv_timer_t bound;
+    uv_update_time(loop);
+    uint64_t t0 = uv_now(loop);
+    uv_timer_init(loop, &bound);
+    uv_timer_start(&bound, on_startup_bound, STARTUP_WAIT_MS, 0);
+    while (!stopping && !startup_loaded() && uv_now(loop) - t0 < STARTUP_WAIT_MS)
+        uv_run(loop, UV_RUN_ONCE);
+    if (!uv_is_closing((uv_handle_t *)&bound)) uv_close((uv_handle_t *)&bound, NULL);
+    if (stopping) return;
+    uint64_t took = uv_now(loop) - t0;
+    if (!startup_loaded())
+        log_warn("worker %d: serving without %s after %llu ms; it answers 503 for what needs it "
+                 "until it is there",
+                 (int)getpid(),
+                 !storage_loaded() ? "the storage secret (from the database)"
+                                   : "a first Redis connection attempt",
+                 (unsigned long long)took);
+    else if (took >= 1000)
+        log_info("worker %d: start-up loads took %llu ms", (int)getpid(), (unsigned long long)took);
+}
+
 static int run_worker(int slot, int listen_fd)
 {
     loop = uv_default_loop();
@@ -194,16 +245,6 @@ static int run_worker(int slot, int listen_fd)
     if (outbox_init(loop) != 0) return 1;
     if (storage_init(loop) != 0) return 1;
     routes_init(loop);
-    int rc = http_server_start_fd(loop, listen_fd);
-    if (rc != 0) {
-        log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
-        return 1;
-    }
-    if (metrics_fd >= 0 && (rc = http_server_listen_only(loop, metrics_fd, "/metrics")) != 0) {
-        log_error("METRICS_PORT: listen on %s:%d: %s", cfg.metrics_host, cfg.metrics_port,
-                  uv_strerror(rc));
-        return 1;
-    }
     uv_signal_init(loop, &sig_term);
     uv_signal_init(loop, &sig_int);
     uv_signal_start(&sig_term, on_signal, SIGTERM);
@@ -213,8 +254,23 @@ static int run_worker(int slot, int listen_fd)
     sigset_t set;
     sup_signals(&set);
     sigprocmask(SIG_UNBLOCK, &set, NULL);
-    log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
-    if (slot_ready) __atomic_store_n(&slot_ready[slot], 1, __ATOMIC_RELEASE);
+    /* A stop during the wait ends the worker without it ever listening (on_signal drains
+     * nothing, the modules close, the loop below ends). */
+    await_startup_loads();
+    if (!stopping) {
+        int rc = http_server_start_fd(loop, listen_fd);
+        if (rc != 0) {
+            log_error("listen on %s:%d: %s", cfg.host, cfg.port, uv_strerror(rc));
+            return 1;
+        }
+        if (metrics_fd >= 0 && (rc = http_server_listen_only(loop, metrics_fd, "/metrics")) != 0) {
+            log_error("METRICS_PORT: listen on %s:%d: %s", cfg.metrics_host, cfg.metrics_port,
+                      uv_strerror(rc));
+            return 1;
+        }
+        log_info("worker %d listening on %s:%d", (int)getpid(), cfg.host, cfg.port);
+        if (slot_ready) __atomic_store_n(&slot_ready[slot], 1, __ATOMIC_RELEASE);
+    }
     uv_run(loop, UV_RUN_DEFAULT);
     if (bound_started) uv_close((uv_handle_t *)&abort_bound, NULL);
     uv_run(loop, UV_RUN_NOWAIT);

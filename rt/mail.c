@@ -11,13 +11,12 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/buf.h"
 #include "core/config.h"
@@ -25,6 +24,7 @@
 #include "core/mem.h"
 #include "domain/crypto.h"
 #include "rt/curlm.h"
+#include "rt/filesink.h"
 
 #define MAIL_CONNECT_TIMEOUT_S 10L
 #define MAIL_TOTAL_TIMEOUT_S 30L
@@ -43,10 +43,7 @@ struct mail_job {
     CURL *easy;
     struct curl_slist *rcpt;
     char errbuf[CURL_ERROR_SIZE];
-    /* .eml */
-    uv_fs_t fs;
-    uv_file file;
-    char *tmp_path, *path;
+    uv_fs_t fs; /* the hop of fail_later, the mail folder check */
     const char *fs_error;
 };
 
@@ -64,18 +61,13 @@ static void random_hex(char *out, size_t nbytes);
 static char *from_address(const char *from);
 static const char *mail_from(void);
 static const char *mail_dir(void);
-static int mkdir_p(const char *dir);
 static bool header_safe(const char *s);
 static void smtp_send(mail_job_t *j, const char *to);
 static void smtp_on_done(CURL *easy, CURLcode code, long status, void *data);
 static size_t smtp_on_read(char *dst, size_t size, size_t nmemb, void *userp);
 static int smtp_setup(mail_job_t *j);
 static void eml_write(mail_job_t *j);
-static void eml_on_open(uv_fs_t *req);
-static void eml_on_write(uv_fs_t *req);
-static void eml_on_close(uv_fs_t *req);
-static void eml_on_rename(uv_fs_t *req);
-static void eml_on_unlink(uv_fs_t *req);
+static void eml_on_written(int rc, void *data);
 static void verify_on_done(CURL *easy, CURLcode code, long status, void *data);
 static void verify_on_access(uv_fs_t *req);
 static void job_finish(mail_job_t *j, const char *error);
@@ -308,35 +300,13 @@ char *mail_build(const mail_envelope_t *msg, const char *from, bool eight_bit, l
 /* ---------------------------------------------------------------------------------------- */
 /* Setup                                                                                     */
 
-static int mkdir_p(const char *dir)
-{
-    char *p = xstrdup(dir), *s;
-    int rc = 0;
-
-    for (s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                rc = -1;
-                goto done;
-            }
-            *s = c;
-            if (c == '\0') break;
-        }
-    }
-done:
-    free(p);
-    return rc;
-}
-
 int mail_init(uv_loop_t *loop)
 {
     S.loop = loop;
     if (!cfg.smtp_url) {
         if (cfg.production) {
             log_warn("mail: SMTP_URL is not set; mail cannot be sent");
-        } else if (mkdir_p(mail_dir()) != 0) {
+        } else if (filesink_mkdir(mail_dir()) != 0) {
             log_error("mail: cannot create %s: %s", mail_dir(), strerror(errno));
             return -1;
         } else {
@@ -391,8 +361,6 @@ static void job_finish(mail_job_t *j, const char *error)
     if (j->easy) curl_easy_cleanup(j->easy);
     curl_slist_free_all(j->rcpt);
     free(j->text);
-    free(j->tmp_path);
-    free(j->path);
     free(j);
 }
 
@@ -502,101 +470,19 @@ static void smtp_on_done(CURL *easy, CURLcode code, long status, void *data)
     job_finish(j, err);
 }
 
-/* .eml files: written to a hidden temporary name, then renamed, so a reader never sees half a
+/* .eml files: written whole or not at all (rt/filesink.h), so a reader never sees half a
  * message. */
 static void eml_write(mail_job_t *j)
 {
-    char name[64], rnd[17];
-    const char *dir = mail_dir();
-    size_t n;
-    uv_timeval64_t tv;
-
-    uv_gettimeofday(&tv);
-    random_hex(rnd, 8);
-    snprintf(name, sizeof(name), "%lld%03d-%s.eml", (long long)tv.tv_sec, (int)(tv.tv_usec / 1000),
-             rnd);
-    n = strlen(dir) + strlen(name) + 8;
-    j->path = xmalloc(n);
-    snprintf(j->path, n, "%s/%s", dir, name);
-    j->tmp_path = xmalloc(n);
-    snprintf(j->tmp_path, n, "%s/.%s.tmp", dir, name);
-    j->fs.data = j;
-    if (uv_fs_open(S.loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
-                   eml_on_open) != 0)
+    if (filesink_write(S.loop, "mail", mail_dir(), ".eml", j->text, j->len, eml_on_written, j) != 0)
         fail_later(j, "cannot open mail file");
 }
 
-static void eml_on_open(uv_fs_t *req)
+static void eml_on_written(int rc, void *data)
 {
-    mail_job_t *j = req->data;
-    uv_buf_t b;
-
-    if (req->result < 0) {
-        log_error("mail: open %s: %s", j->tmp_path, uv_strerror((int)req->result));
-        uv_fs_req_cleanup(req);
-        job_finish(j, "cannot open mail file");
-        return;
-    }
-    j->file = (uv_file)req->result;
-    uv_fs_req_cleanup(req);
-    b = uv_buf_init(j->text, (unsigned)j->len);
-    uv_fs_write(req->loop, &j->fs, j->file, &b, 1, 0, eml_on_write);
-}
-
-static void eml_on_write(uv_fs_t *req)
-{
-    mail_job_t *j = req->data;
-    uv_loop_t *loop = req->loop;
-
-    if (req->result < 0) {
-        log_error("mail: write %s: %s", j->tmp_path, uv_strerror((int)req->result));
-        j->fs_error = "cannot write mail file";
-    } else {
-        j->off += (size_t)req->result;
-    }
-    uv_fs_req_cleanup(req);
-    if (!j->fs_error && j->off < j->len) { /* short write: go on */
-        uv_buf_t b = uv_buf_init(j->text + j->off, (unsigned)(j->len - j->off));
-        uv_fs_write(loop, &j->fs, j->file, &b, 1, (int64_t)j->off, eml_on_write);
-        return;
-    }
-    uv_fs_close(loop, &j->fs, j->file, eml_on_close);
-}
-
-static void eml_on_close(uv_fs_t *req)
-{
-    mail_job_t *j = req->data;
-    uv_loop_t *loop = req->loop;
-
-    uv_fs_req_cleanup(req);
-    if (j->fs_error) {
-        uv_fs_unlink(loop, &j->fs, j->tmp_path, eml_on_unlink);
-        return;
-    }
-    uv_fs_rename(loop, &j->fs, j->tmp_path, j->path, eml_on_rename);
-}
-
-static void eml_on_unlink(uv_fs_t *req)
-{
-    mail_job_t *j = req->data;
-
-    uv_fs_req_cleanup(req);
-    job_finish(j, j->fs_error);
-}
-
-static void eml_on_rename(uv_fs_t *req)
-{
-    mail_job_t *j = req->data;
-    int rc = (int)req->result;
-
-    uv_fs_req_cleanup(req);
-    if (rc < 0) {
-        log_error("mail: rename %s: %s", j->path, uv_strerror(rc));
-        job_finish(j, "cannot write mail file");
-        return;
-    }
-    log_debug("mail: wrote %s", j->path);
-    job_finish(j, NULL);
+    job_finish(data, rc == 0                ? NULL
+                     : rc == FILESINK_EOPEN ? "cannot open mail file"
+                                            : "cannot write mail file");
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -7,17 +7,16 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "rt/curlm.h"
+#include "rt/filesink.h"
 
 #define PUSH_CONNECT_TIMEOUT_S 10L
 #define PUSH_TOTAL_TIMEOUT_S 30L
@@ -35,12 +34,7 @@ typedef struct push_job {
     char errbuf[CURL_ERROR_SIZE];
     bool invalid;
     /* development file sink */
-    const char *fail;     /* set: completes through curlm_fail with this error (retryable) */
-    const char *fs_error; /* a step of the file write failed */
-    uv_fs_t fs;
-    uv_file file;
-    size_t off, len;
-    char *tmp_path, *path;
+    const char *fail; /* set: completes through curlm_fail with this error (retryable) */
 } push_job_t;
 
 static struct {
@@ -53,11 +47,7 @@ static void job_free(push_job_t *j);
 static void finish_simple(push_job_t *j, long status, bool retryable, const char *error);
 static void fail_later(push_job_t *j, const char *error);
 static void file_write(push_job_t *j);
-static void file_on_open(uv_fs_t *req);
-static void file_on_write(uv_fs_t *req);
-static void file_on_close(uv_fs_t *req);
-static void file_on_unlink(uv_fs_t *req);
-static void file_on_rename(uv_fs_t *req);
+static void file_on_written(int rc, void *data);
 
 /* Development without PUSH_URL: batches go to files under push_dir. */
 static bool to_files(void)
@@ -70,32 +60,11 @@ static const char *push_dir(void)
     return cfg.push_dir && *cfg.push_dir ? cfg.push_dir : PUSH_DEFAULT_DIR;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char *p = xstrdup(dir), *s;
-    int rc = 0;
-
-    for (s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-                rc = -1;
-                break;
-            }
-            *s = c;
-            if (c == '\0') break;
-        }
-    }
-    free(p);
-    return rc;
-}
-
 int push_init(uv_loop_t *loop)
 {
     S.loop = loop;
     if (!to_files()) return 0;
-    if (mkdir_p(push_dir()) != 0) {
+    if (filesink_mkdir(push_dir()) != 0) {
         log_error("push: cannot create %s (PUSH_DIR): %s", push_dir(), strerror(errno));
         return -1;
     }
@@ -191,8 +160,6 @@ static void job_free(push_job_t *j)
     if (j->easy) curl_easy_cleanup(j->easy);
     curl_slist_free_all(j->headers);
     free(j->body);
-    free(j->tmp_path);
-    free(j->path);
     buf_free(&j->resp);
     free(j);
 }
@@ -294,8 +261,8 @@ static void on_done(CURL *easy, CURLcode code, long status, void *data)
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* Development file sink: one file per batch, the exact body a POST would carry, written to a
- * hidden temporary name and then renamed, so a reader never sees half a batch. */
+/* Development file sink: one file per batch, the exact body a POST would carry, written whole
+ * or not at all (rt/filesink.h), so a reader never sees half a batch. */
 
 /* Completes from the loop, never inside push_send: curlm defers the callback. */
 static void fail_later(push_job_t *j, const char *error)
@@ -311,104 +278,26 @@ static void fail_later(push_job_t *j, const char *error)
 
 static void file_write(push_job_t *j)
 {
-    char name[64];
-    unsigned char r[8];
-    const char *dir = push_dir();
-    size_t n;
-    uv_timeval64_t tv;
-
     if (!S.loop) {
         fail_later(j, "push: not running");
         return;
     }
-    uv_gettimeofday(&tv);
-    if (uv_random(NULL, NULL, r, sizeof(r), 0, NULL) != 0) memset(r, 0, sizeof(r));
-    snprintf(name, sizeof(name), "%lld%03d-%02x%02x%02x%02x%02x%02x%02x%02x.json",
-             (long long)tv.tv_sec, (int)(tv.tv_usec / 1000), r[0], r[1], r[2], r[3], r[4], r[5],
-             r[6], r[7]);
-    n = strlen(dir) + strlen(name) + 8;
-    j->path = xmalloc(n);
-    snprintf(j->path, n, "%s/%s", dir, name);
-    j->tmp_path = xmalloc(n);
-    snprintf(j->tmp_path, n, "%s/.%s.tmp", dir, name);
-    j->len = strlen(j->body);
-    j->fs.data = j;
-    if (uv_fs_open(S.loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
-                   file_on_open) != 0)
+    if (filesink_write(S.loop, "push", push_dir(), ".json", j->body, strlen(j->body),
+                       file_on_written, j) != 0)
         fail_later(j, "push: cannot open push file");
 }
 
-static void file_on_open(uv_fs_t *req)
+static void file_on_written(int rc, void *data)
 {
-    push_job_t *j = req->data;
-    uv_buf_t b;
-
-    if (req->result < 0) {
-        log_error("push: open %s: %s", j->tmp_path, uv_strerror((int)req->result));
-        uv_fs_req_cleanup(req);
-        finish_simple(j, 0, true, "push: cannot open push file");
-        return;
-    }
-    j->file = (uv_file)req->result;
-    uv_fs_req_cleanup(req);
-    b = uv_buf_init(j->body, (unsigned)j->len);
-    uv_fs_write(req->loop, &j->fs, j->file, &b, 1, 0, file_on_write);
-}
-
-static void file_on_write(uv_fs_t *req)
-{
-    push_job_t *j = req->data;
-    uv_loop_t *loop = req->loop;
-
-    if (req->result < 0) {
-        log_error("push: write %s: %s", j->tmp_path, uv_strerror((int)req->result));
-        j->fs_error = "push: cannot write push file";
-    } else {
-        j->off += (size_t)req->result;
-    }
-    uv_fs_req_cleanup(req);
-    if (!j->fs_error && j->off < j->len) { /* short write: go on */
-        uv_buf_t b = uv_buf_init(j->body + j->off, (unsigned)(j->len - j->off));
-        uv_fs_write(loop, &j->fs, j->file, &b, 1, (int64_t)j->off, file_on_write);
-        return;
-    }
-    uv_fs_close(loop, &j->fs, j->file, file_on_close);
-}
-
-static void file_on_close(uv_fs_t *req)
-{
-    push_job_t *j = req->data;
-    uv_loop_t *loop = req->loop;
-
-    uv_fs_req_cleanup(req);
-    if (j->fs_error) {
-        uv_fs_unlink(loop, &j->fs, j->tmp_path, file_on_unlink);
-        return;
-    }
-    uv_fs_rename(loop, &j->fs, j->tmp_path, j->path, file_on_rename);
-}
-
-static void file_on_unlink(uv_fs_t *req)
-{
-    push_job_t *j = req->data;
-
-    uv_fs_req_cleanup(req);
-    finish_simple(j, 0, true, j->fs_error);
-}
-
-static void file_on_rename(uv_fs_t *req)
-{
-    push_job_t *j = req->data;
-    int rc = (int)req->result;
+    push_job_t *j = data;
     push_result_t r;
 
-    uv_fs_req_cleanup(req);
-    if (rc < 0) {
-        log_error("push: rename %s: %s", j->path, uv_strerror(rc));
-        finish_simple(j, 0, true, "push: cannot write push file");
+    if (rc != 0) {
+        finish_simple(j, 0, true,
+                      rc == FILESINK_EOPEN ? "push: cannot open push file"
+                                           : "push: cannot write push file");
         return;
     }
-    log_debug("push: wrote %s", j->path);
     /* as a delivery the endpoint accepted: no tickets, so no token is unregistered */
     memset(&r, 0, sizeof(r));
     r.ok = true;

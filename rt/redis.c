@@ -84,6 +84,7 @@ typedef struct rclient {
     bool gai_busy;
     unsigned backoff_ms;
     int handshake_left;
+    bool tried; /* the first connection attempt has ended, either way */
 } rclient_t;
 
 typedef struct rcmd rcmd_t;
@@ -333,6 +334,11 @@ bool redis_connected(void)
     return R.running && R.cmd.state == REDIS_STATE_CONNECTED;
 }
 
+bool redis_first_attempt_done(void)
+{
+    return !R.running || R.cmd.tried;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Connection state machine                                                                  */
 
@@ -363,6 +369,7 @@ static void client_start(rclient_t *cl)
 static void client_retry(rclient_t *cl)
 {
     cl->state = REDIS_STATE_CLOSED;
+    cl->tried = true;
     if (R.stopping) return;
     uv_timer_start(&cl->timer, on_client_timer, cl->backoff_ms, 0);
     cl->backoff_ms *= 2;
@@ -494,6 +501,7 @@ static void client_ready(rclient_t *cl)
 {
     uv_timer_stop(&cl->timer);
     cl->state = REDIS_STATE_CONNECTED;
+    cl->tried = true;
     cl->backoff_ms = REDIS_BACKOFF_MIN_MS;
     log_info("%s: connected to %s:%d", cl->name, R.host, R.port);
     if (!cl->is_sub) {

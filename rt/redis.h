@@ -22,6 +22,9 @@ typedef void (*redis_message_cb)(const char *channel, const char *msg, size_t le
 int redis_init(uv_loop_t *loop, const char *url);
 void redis_shutdown(void);
 bool redis_connected(void);
+/* True once the command connection's first attempt has ended: connected, or refused, failed or
+ * timed out (REDIS_CONNECT_TIMEOUT_MS, 5 s). A worker serves from then on (main.c). */
+bool redis_first_attempt_done(void);
 
 /* printf-style command (hiredis format: %s strings, %b binary with size_t length). cb may be NULL.
  * Commands time out after 2 s. */

@@ -44,6 +44,7 @@ static struct {
     char secret[128];
     size_t secret_len;
     uv_timer_t secret_timer; /* retries loading the database secret until it is there */
+    bool secret_loading;     /* its statement is in flight: a slow database gets one at a time */
     uv_timer_t janitor;
     bool janitor_running;
     bool sweep_running;
@@ -65,6 +66,7 @@ static void tmp_sweep_start(void);
 static void on_secret(db_result_t *r, void *data)
 {
     (void)data;
+    S.secret_loading = false;
     const char *v = r->ok ? db_get(r, 0, 0) : NULL;
     if (!v || strlen(v) < SECRET_MIN || strlen(v) >= sizeof(S.secret)) {
         if (r->ok) log_error("storage: server_secrets has no storage_url_key");
@@ -78,7 +80,8 @@ static void on_secret(db_result_t *r, void *data)
 static void load_secret(uv_timer_t *t)
 {
     (void)t;
-    if (S.secret_len) return;
+    if (S.secret_len || S.secret_loading) return;
+    S.secret_loading = true;
     db_query("SELECT value FROM server_secrets WHERE name = 'storage_url_key'", 0, NULL, on_secret,
              NULL);
 }
@@ -98,6 +101,7 @@ int storage_init(uv_loop_t *loop)
     }
     const char *env = getenv("STORAGE_SECRET");
     S.secret_len = 0;
+    S.secret_loading = false;
     if (env && strlen(env) >= SECRET_MIN && strlen(env) < sizeof(S.secret)) {
         memcpy(S.secret, env, strlen(env) + 1);
         S.secret_len = strlen(env);
@@ -167,6 +171,11 @@ const char *storage_unconfigured_message(void)
                         names[i]);
     snprintf(msg + len, sizeof msg - (size_t)len, " (STORAGE_DRIVER=s3)");
     return msg;
+}
+
+bool storage_loaded(void)
+{
+    return !S.local || S.secret_len > 0;
 }
 
 bool storage_is_local(void)

@@ -46,6 +46,9 @@ bool storage_ready(void);
 /* The message of a 503 while storage is not ready, naming what to set: the S3_ variables that
  * are missing (s3), or STORAGE_SECRET (local, while the database's secret is not loaded). */
 const char *storage_unconfigured_message(void);
+/* False while the local driver's database secret has not been loaded yet (a worker waits for
+ * it before it serves, main.c); s3 loads nothing. */
+bool storage_loaded(void);
 bool storage_is_local(void);
 
 /* Presigned GET URL for `key`, valid ttl_seconds, served with Content-Disposition attachment

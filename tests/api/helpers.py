@@ -684,8 +684,9 @@ def free_port():
 @contextlib.contextmanager
 def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, log_path=None, **env):
     """Starts another coachd (COACHD_BIN serve) with `env` over the test server's environment;
-    yields its base URL once it answers /api/auth/session, then stops it and asserts that it
-    exited with 0. With `netns`, it runs inside that network namespace (nsenter --net, which
+    yields its base URL once it answers /api/auth/session (a worker still waiting for its
+    start-up loads leaves the connection in the backlog: a timeout is tried again), then stops it
+    and asserts that it exited with 0. With `netns`, it runs inside that network namespace (nsenter --net, which
     execs the server: the process is coachd itself) and `host` is its address there.
 
     Defaults: PORT a free port, HOST `host` (0.0.0.0 for tests that connect from other loopback
@@ -723,7 +724,7 @@ def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, log_pa
             try:
                 requests.get(base + "/api/auth/session", timeout=1)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise AssertionError("second coachd did not start (exit status %s):\n%s"
                                          % (proc.poll(), log_tail())) from None

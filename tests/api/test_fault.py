@@ -86,7 +86,7 @@ def test_workers_stop_when_their_supervisor_is_killed():
         try:
             requests.get(base + "/api/auth/session", timeout=1)
             return True
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             return False
 
     try:

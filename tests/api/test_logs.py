@@ -27,7 +27,7 @@ def start(env_extra):
         try:
             requests.get(base + "/api/auth/session", timeout=1)
             return proc, base, log.name
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             assert time.monotonic() < deadline and proc.poll() is None, open(log.name).read()
             time.sleep(0.1)
 

@@ -48,7 +48,7 @@ class Server:
             try:
                 requests.get(self.base + "/api/auth/session", timeout=1)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 assert time.monotonic() < deadline and self.proc.poll() is None, self.text()
                 time.sleep(0.1)
 
