@@ -95,8 +95,14 @@ int push_init(uv_loop_t *loop)
 {
     S.loop = loop;
     if (!to_files()) return 0;
+    struct stat st;
     if (mkdir_p(push_dir()) != 0) {
         log_error("push: cannot create %s (PUSH_DIR): %s", push_dir(), strerror(errno));
+        return -1;
+    }
+    /* mkdir_p takes EEXIST as success: a file of that name is not a folder to write into */
+    if (stat(push_dir(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        log_error("push: %s (PUSH_DIR) is not a folder", push_dir());
         return -1;
     }
     log_info("push: no PUSH_URL, writing messages to %s", push_dir());
