@@ -38,6 +38,8 @@ typedef struct push_job {
     const char *fail;     /* set: completes through curlm_fail with this error (retryable) */
     const char *fs_error; /* a step of the file write failed */
     uv_fs_t fs;
+    uv_work_t work; /* PUSH_DIR made again, off the loop */
+    bool remade;
     uv_file file;
     size_t off, len;
     char *tmp_path, *path;
@@ -54,6 +56,7 @@ static void finish_simple(push_job_t *j, long status, bool retryable, const char
 static void fail_later(push_job_t *j, const char *error);
 static void file_write(push_job_t *j);
 static void file_on_open(uv_fs_t *req);
+static void file_open(uv_loop_t *loop, push_job_t *j);
 static void file_on_write(uv_fs_t *req);
 static void file_on_close(uv_fs_t *req);
 static void file_on_unlink(uv_fs_t *req);
@@ -338,10 +341,37 @@ static void file_write(push_job_t *j)
     j->tmp_path = xmalloc(n);
     snprintf(j->tmp_path, n, "%s/.%s.tmp", dir, name);
     j->len = strlen(j->body);
+    file_open(S.loop, j);
+}
+
+static void file_open(uv_loop_t *loop, push_job_t *j)
+{
     j->fs.data = j;
-    if (uv_fs_open(S.loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
+    if (uv_fs_open(loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
                    file_on_open) != 0)
         fail_later(j, "push: cannot open push file");
+}
+
+/* PUSH_DIR was removed while the server runs (a developer clearing the messages): it is made
+ * again once per batch, in the thread pool, and the open retried. */
+static void remake_work(uv_work_t *w)
+{
+    push_job_t *j = w->data;
+
+    if (mkdir_p(push_dir()) != 0) j->fs_error = "push: cannot create PUSH_DIR";
+}
+
+static void remake_done(uv_work_t *w, int status)
+{
+    push_job_t *j = w->data;
+
+    if (status != 0 || j->fs_error) {
+        log_error("push: cannot create %s (PUSH_DIR) again", push_dir());
+        finish_simple(j, 0, true, "push: cannot open push file");
+        return;
+    }
+    log_info("push: %s (PUSH_DIR) was missing: made again", push_dir());
+    file_open(w->loop, j);
 }
 
 static void file_on_open(uv_fs_t *req)
@@ -349,6 +379,16 @@ static void file_on_open(uv_fs_t *req)
     push_job_t *j = req->data;
     uv_buf_t b;
 
+    if (req->result == UV_ENOENT && !j->remade) {
+        uv_loop_t *loop = req->loop;
+
+        uv_fs_req_cleanup(req);
+        j->remade = true;
+        j->work.data = j;
+        if (uv_queue_work(loop, &j->work, remake_work, remake_done) != 0)
+            finish_simple(j, 0, true, "push: cannot open push file");
+        return;
+    }
     if (req->result < 0) {
         log_error("push: open %s: %s", j->tmp_path, uv_strerror((int)req->result));
         uv_fs_req_cleanup(req);

@@ -2,8 +2,8 @@
  * rt/push and rt/curlm: ticket parsing (unit), batches to tests/unit/rt/push_sink.py (started
  * here on a free port) including a DeviceNotRegistered ticket, retryable 429/503 answers, a
  * closed port, curlm_shutdown with a transfer in flight, and the development file sink (no
- * PUSH_URL: one .json file per batch under PUSH_DIR; its failures: PUSH_DIR a file, the folder
- * removed, a full disk). Each loop test ends with
+ * PUSH_URL: one .json file per batch under PUSH_DIR; PUSH_DIR a file, the folder removed (made
+ * again) or replaced by a file, a full disk). Each loop test ends with
  * uv_loop_close() == 0.
  */
 #include "rt/push.h"
@@ -327,15 +327,27 @@ static void test_file_sink_failures(void **state)
     fclose(f);
     cfg.push_dir = file;
     assert_int_equal(push_init(&loop), -1);
-    /* the folder disappears while the server runs: a retryable failure */
+    /* the folder disappears while the server runs (messages cleared): it is made again */
     cfg.push_dir = out;
     assert_int_equal(push_init(&loop), 0);
     rm_rf(out);
     push_and_wait(tokens, 1, &msg, &b);
+    assert_string_equal(b.error, "");
+    assert_true(b.ok);
+    assert_int_equal(count_files(out, ".json"), 1);
+    /* replaced by a file: a retryable failure */
+    rm_rf(out);
+    f = fopen(out, "w");
+    assert_non_null(f);
+    fclose(f);
+    push_and_wait(tokens, 1, &msg, &b);
     assert_false(b.ok);
     assert_true(b.retryable);
+    unlink(out);
+    rm_rf(out);
     /* the disk is full (a file size limit: EFBIG): nothing is left behind */
     assert_int_equal(push_init(&loop), 0);
+    assert_int_equal(count_files(out, ".json"), 0);
     signal(SIGXFSZ, SIG_IGN);
     getrlimit(RLIMIT_FSIZE, &old);
     small = old;
