@@ -406,8 +406,9 @@ static void file_on_write(uv_fs_t *req)
     push_job_t *j = req->data;
     uv_loop_t *loop = req->loop;
 
-    if (req->result < 0) {
-        log_error("push: write %s: %s", j->tmp_path, uv_strerror((int)req->result));
+    if (req->result <= 0) { /* 0: no progress, which would loop forever */
+        log_error("push: write %s: %s", j->tmp_path,
+                  req->result < 0 ? uv_strerror((int)req->result) : "nothing written");
         j->fs_error = "push: cannot write push file";
     } else {
         j->off += (size_t)req->result;
@@ -426,6 +427,10 @@ static void file_on_close(uv_fs_t *req)
     push_job_t *j = req->data;
     uv_loop_t *loop = req->loop;
 
+    if (req->result < 0 && !j->fs_error) { /* a write the file system reports only now */
+        log_error("push: close %s: %s", j->tmp_path, uv_strerror((int)req->result));
+        j->fs_error = "push: cannot write push file";
+    }
     uv_fs_req_cleanup(req);
     if (j->fs_error) {
         uv_fs_unlink(loop, &j->fs, j->tmp_path, file_on_unlink);
@@ -445,13 +450,15 @@ static void file_on_unlink(uv_fs_t *req)
 static void file_on_rename(uv_fs_t *req)
 {
     push_job_t *j = req->data;
+    uv_loop_t *loop = req->loop;
     int rc = (int)req->result;
     push_result_t r;
 
     uv_fs_req_cleanup(req);
-    if (rc < 0) {
+    if (rc < 0) { /* the temporary file is removed, as after a failed write */
         log_error("push: rename %s: %s", j->path, uv_strerror(rc));
-        finish_simple(j, 0, true, "push: cannot write push file");
+        j->fs_error = "push: cannot write push file";
+        uv_fs_unlink(loop, &j->fs, j->tmp_path, file_on_unlink);
         return;
     }
     log_debug("push: wrote %s", j->path);
