@@ -14,6 +14,8 @@
       note: 'Development page served by coachd, because FRONTEND_URL is not set.',
       failed: 'Something went wrong: ',
       network: 'The server could not be reached.',
+      unknownTitle: 'Unknown page',
+      unknown: 'This address is not one of the email links. Open the link from the email again.',
       verifiedTitle: 'Email address verified',
       verified: 'Your email address is confirmed. You can close this page and sign in.',
       invalidTitle: 'This link is not valid',
@@ -66,6 +68,8 @@
       note: 'Página de desarrollo servida por coachd, porque FRONTEND_URL no está definida.',
       failed: 'Algo salió mal: ',
       network: 'No se pudo contactar con el servidor.',
+      unknownTitle: 'Página desconocida',
+      unknown: 'Esta dirección no es uno de los enlaces del correo. Vuelve a abrir el enlace del correo.',
       verifiedTitle: 'Correo electrónico verificado',
       verified: 'Tu dirección de correo electrónico está confirmada. Puedes cerrar esta página e iniciar sesión.',
       invalidTitle: 'Este enlace no es válido',
@@ -446,5 +450,15 @@
     '/reset-password': resetPassword,
     '/invite': invite,
   };
-  (pages[location.pathname] || emailVerification)();
+  // The server serves these pages on variants of their paths too ("/invite/", "//invite",
+  // "/%69nvite"), so the page is chosen on the path decoded and without empty segments. An
+  // unknown path shows no page's outcome (never "verified").
+  let path = location.pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch (e) { /* malformed escape: as it is */ }
+  path = '/' + path.split('/').filter((s) => s !== '').join('/');
+  const render = Object.prototype.hasOwnProperty.call(pages, path) ? pages[path] : null;
+  if (render) render();
+  else page(TEXT.unknownTitle, result('error', TEXT.unknown));
 }());

@@ -19,12 +19,15 @@
 
 typedef struct filesink_job {
     uv_fs_t fs;
+    uv_work_t work; /* the folder made again, off the loop (on_open) */
     uv_file file;
+    bool remade;
+    int mkdir_rc;
     const char *label;
     const char *bytes;
     size_t len, off;
     int rc; /* FILESINK_EOPEN / FILESINK_EWRITE once a step failed */
-    char *tmp_path, *path;
+    char *dir, *tmp_path, *path;
     filesink_cb cb;
     void *data;
 } filesink_job_t;
@@ -52,6 +55,16 @@ int filesink_mkdir(const char *dir)
             if (c == '\0') break;
         }
     }
+    /* An existing file of that name is not a folder: every write would fail later. */
+    struct stat st;
+    if (rc == 0) {
+        if (stat(p, &st) != 0) {
+            rc = -1;
+        } else if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            rc = -1;
+        }
+    }
     int saved = errno;
     free(p);
     errno = saved;
@@ -63,10 +76,38 @@ static void job_end(filesink_job_t *j, int rc)
     filesink_cb cb = j->cb;
     void *data = j->data;
 
+    free(j->dir);
     free(j->tmp_path);
     free(j->path);
     free(j);
     cb(rc, data);
+}
+
+static int open_tmp(uv_loop_t *loop, filesink_job_t *j)
+{
+    return uv_fs_open(loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
+                      on_open);
+}
+
+/* The folder was removed while the server runs (a developer clearing the messages): it is made
+ * again, once per file, in the thread pool, and the open retried. */
+static void remake_work(uv_work_t *w)
+{
+    filesink_job_t *j = w->data;
+    j->mkdir_rc = filesink_mkdir(j->dir) == 0 ? 0 : errno;
+}
+
+static void remake_done(uv_work_t *w, int status)
+{
+    filesink_job_t *j = w->data;
+    if (status != 0 || j->mkdir_rc != 0) {
+        log_error("%s: cannot make %s again: %s", j->label, j->dir,
+                  status != 0 ? uv_strerror(status) : strerror(j->mkdir_rc));
+        job_end(j, FILESINK_EOPEN);
+        return;
+    }
+    log_info("%s: %s was missing: made again", j->label, j->dir);
+    if (open_tmp(w->loop, j) != 0) job_end(j, FILESINK_EOPEN);
 }
 
 int filesink_write(uv_loop_t *loop, const char *label, const char *dir, const char *ext,
@@ -94,15 +135,16 @@ int filesink_write(uv_loop_t *loop, const char *label, const char *dir, const ch
     snprintf(j->path, n, "%s/%s", dir, name);
     j->tmp_path = xmalloc(n);
     snprintf(j->tmp_path, n, "%s/.%s.tmp", dir, name);
+    j->dir = xstrdup(dir);
     j->label = label;
     j->bytes = bytes;
     j->len = len;
     j->cb = cb;
     j->data = data;
     j->fs.data = j;
-    int rc = uv_fs_open(loop, &j->fs, j->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644,
-                        on_open);
+    int rc = open_tmp(loop, j);
     if (rc != 0) {
+        free(j->dir);
         free(j->tmp_path);
         free(j->path);
         free(j);
@@ -114,6 +156,15 @@ static void on_open(uv_fs_t *req)
 {
     filesink_job_t *j = req->data;
 
+    if (req->result == UV_ENOENT && !j->remade) {
+        uv_loop_t *loop = req->loop;
+        uv_fs_req_cleanup(req);
+        j->remade = true;
+        j->work.data = j;
+        if (uv_queue_work(loop, &j->work, remake_work, remake_done) != 0)
+            job_end(j, FILESINK_EOPEN);
+        return;
+    }
     if (req->result < 0) {
         log_error("%s: open %s: %s", j->label, j->tmp_path, uv_strerror((int)req->result));
         uv_fs_req_cleanup(req);
@@ -131,8 +182,9 @@ static void on_write(uv_fs_t *req)
     filesink_job_t *j = req->data;
     uv_loop_t *loop = req->loop;
 
-    if (req->result < 0) {
-        log_error("%s: write %s: %s", j->label, j->tmp_path, uv_strerror((int)req->result));
+    if (req->result < 0 || (req->result == 0 && j->len > 0)) { /* 0 of some: would loop forever */
+        log_error("%s: write %s: %s", j->label, j->tmp_path,
+                  req->result < 0 ? uv_strerror((int)req->result) : "nothing written");
         j->rc = FILESINK_EWRITE;
     } else {
         j->off += (size_t)req->result;
@@ -151,6 +203,10 @@ static void on_close(uv_fs_t *req)
     filesink_job_t *j = req->data;
     uv_loop_t *loop = req->loop;
 
+    if (req->result < 0 && !j->rc) { /* a write the file system reports only at close */
+        log_error("%s: close %s: %s", j->label, j->tmp_path, uv_strerror((int)req->result));
+        j->rc = FILESINK_EWRITE;
+    }
     uv_fs_req_cleanup(req);
     if (j->rc) {
         uv_fs_unlink(loop, &j->fs, j->tmp_path, on_unlink);

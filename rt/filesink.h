@@ -4,7 +4,9 @@
  *
  * The bytes go to a hidden temporary name "dir/.<name>.tmp" (created with O_EXCL), which is then
  * renamed to "dir/<name>", so a reader listing the folder never sees half a file; on any failure
- * the temporary file is removed. Every step is a uv_fs_* request (libuv's thread pool). Names are
+ * (a write error reported only at close included) the temporary file is removed. A folder removed
+ * while the server runs is made again (in the thread pool) and the file written. Every step is a
+ * uv_fs_* request (libuv's thread pool). Names are
  * "<unix ms>-<16 random hex digits><ext>", so they sort by time and never collide.
  */
 #pragma once
@@ -18,7 +20,8 @@
 /* rc 0 (the file is in place) or FILESINK_EOPEN / FILESINK_EWRITE. */
 typedef void (*filesink_cb)(int rc, void *data);
 
-/* mkdir -p (0755). Synchronous: for start-up, before the loop runs. 0, or -1 with errno set. */
+/* mkdir -p (0755). Synchronous: for start-up, before the loop runs. 0 when dir is a folder
+ * afterwards, or -1 with errno set (ENOTDIR: a file of that name is there). */
 int filesink_mkdir(const char *dir);
 
 /* Writes bytes[0..len), which must stay valid until cb, to a new file of `dir` ending in `ext`

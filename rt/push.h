@@ -9,7 +9,9 @@
  * In development without PUSH_URL (cfg.push_url NULL, !cfg.production), each batch is written
  * instead as one file under cfg.push_dir (PUSH_DIR, .local/push): the exact JSON array a POST
  * would carry, named <unix ms>-<random>.json, written to a hidden temporary name and renamed, with
- * uv_fs_* calls (never blocking the loop). Such a batch counts as accepted, with no tickets.
+ * uv_fs_* calls (never blocking the loop). Such a batch counts as accepted, with no tickets. A
+ * folder removed while the server runs is made again (in the thread pool); a failed write is a
+ * retryable failure and leaves no file.
  *
  * Callers are normally rt/outbox.c; routes queue push through the outbox table.
  */

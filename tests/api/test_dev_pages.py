@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 import tempfile
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -45,6 +45,8 @@ CSP = {
     "base-uri": ["'none'"],
 }
 NEW_PASSWORD = "a brand new passphrase"
+# Markup, a script of the page's own origin and replacement patterns, where the pages show text.
+HOSTILE = '<img src=/x-hostile onerror="document.title=1"><script src=/dev-pages/dev.js></script>{org}$&'
 # A failed fetch the page expects (a bad token's 400 or 404) is logged by Chromium as this.
 FAILED_FETCH = re.compile(r"^Failed to load resource: the server responded with a status of "
                           r"(400|404) ")
@@ -243,6 +245,27 @@ def browser(mail):
     flows.append({"name": "invite_bad", "steps": [
         {"goto": PUBLIC + "/invite?token=" + "A" * 43}] + outcome()})
 
+    # Markup where the page shows text: an organization's name, the error of the query.
+    org = new_org(roles=("OrganizationAdmin",), name="Org " + HOSTILE)
+    ctx["hostile_org"] = org
+    link = invite_link(org, unique_email("dev-hostile"), "Coach", mail)
+    flows.append({"name": "hostile_org", "steps": [
+        {"goto": link}, {"wait": "#signup-form"}, {"text": "#invite-org", "as": "org"},
+        {"text": "title", "as": "docTitle"}]})
+    flows.append({"name": "hostile_error", "steps": [
+        {"goto": PUBLIC + "/email-verification?lang=%3Cb%3E&error=" + quote(HOSTILE)}]
+        + outcome() + [{"text": "title", "as": "docTitle"}]})
+
+    # The server answers the pages on variants of their paths too (a trailing slash, doubled
+    # slashes, an escaped letter): each shows its own page, never another's outcome.
+    flows.append({"name": "variant_reset", "steps": [
+        {"goto": PUBLIC + "/reset-password/?token=" + "A" * 43}, {"wait": "#reset-form"},
+        {"text": "#title", "as": "title"}]})
+    flows.append({"name": "variant_invite", "steps": [
+        {"goto": PUBLIC + "//invite?token=" + "A" * 43}] + outcome()})
+    flows.append({"name": "variant_verify", "steps": [
+        {"goto": PUBLIC + "/%65mail-verification/?error=token_expired"}] + outcome()})
+
     # A flow that must fail (test_browser_check_fails_on_a_wrong_expectation): the expired link
     # shows an error, and the flow waits for success.
     flows.append({"name": "must_fail", "steps": [
@@ -362,6 +385,28 @@ def test_unknown_invite_token(browser):
     _, results = browser
     v = clean(results["invite_bad"], expected_failures=1)
     assert v["state"] == "error" and "does not exist" in v["result"], v
+
+
+def test_markup_from_the_api_and_the_query_stays_text(browser):
+    ctx, results = browser
+    v = clean(results["hostile_org"])
+    assert v["org"] == ctx["hostile_org"].name, v
+    assert v["docTitle"] == "Invitation · coachd", v
+    v = clean(results["hostile_error"])
+    assert v["result"] == "The verification failed (%s)." % HOSTILE, v
+    assert v["lang"] == "en" and v["docTitle"] == v["title"] + " · coachd", v
+    for name in ("hostile_org", "hostile_error"):
+        paths = [urlsplit(u.split(" ", 1)[1]).path for u in results[name]["requests"]]
+        assert "/x-hostile" not in paths and paths.count("/dev-pages/dev.js") == 1, paths
+
+
+def test_path_variants_show_their_own_page(browser):
+    v = clean(browser[1]["variant_reset"])
+    assert v["title"] == "Choose a new password", v
+    v = clean(browser[1]["variant_invite"], expected_failures=1)
+    assert v["state"] == "error" and "does not exist" in v["result"], v
+    v = clean(browser[1]["variant_verify"])
+    assert v["state"] == "error" and v["title"] == "This link has expired", v
 
 
 def test_browser_check_fails_on_a_wrong_expectation(browser):

@@ -147,18 +147,32 @@ static void test_large_write(void **state)
     free(bytes);
 }
 
+/* The folder removed while the server runs is made again and the file written; a file where
+ * the folder should be fails the write (nothing is left) and is refused by filesink_mkdir. */
 static void test_no_folder(void **state)
 {
     char *dir = make_tmpdir(), *missing = path_join(dir, "missing");
+    char *deeper = path_join(missing, "deeper");
 
     (void)state;
     assert_int_equal(loop_begin(), 0);
+    assert_int_equal(write_and_wait(deeper, ".eml", "x", 1), 0);
+    assert_int_equal(entries(deeper), 1);
+    rm_rf(missing);
+    FILE *f = fopen(missing, "w"); /* a file in the folder's place */
+    assert_non_null(f);
+    fclose(f);
     assert_int_equal(write_and_wait(missing, ".eml", "x", 1), FILESINK_EOPEN);
-    assert_int_equal(entries(dir), 0);
+    assert_int_equal(write_and_wait(deeper, ".eml", "x", 1), FILESINK_EOPEN);
+    errno = 0;
+    assert_int_equal(filesink_mkdir(missing), -1);
+    assert_int_equal(errno, ENOTDIR);
+    assert_int_equal(entries(dir), 1); /* only that file */
     loop_finish();
     rm_rf(dir);
     free(dir);
     free(missing);
+    free(deeper);
 }
 
 /* Files may grow to 1000 bytes: a write of 5000 writes 1000 (a short write, continued), then

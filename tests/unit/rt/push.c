@@ -2,12 +2,15 @@
  * rt/push and rt/curlm: ticket parsing (unit), batches to tests/unit/rt/push_sink.py (started
  * here on a free port) including a DeviceNotRegistered ticket, retryable 429/503 answers, a
  * closed port, curlm_shutdown with a transfer in flight, and the development file sink (no
- * PUSH_URL: one .json file per batch under PUSH_DIR). Each loop test ends with
+ * PUSH_URL: one .json file per batch under PUSH_DIR; PUSH_DIR a file, the folder removed (made
+ * again) or replaced by a file, a full disk). Each loop test ends with
  * uv_loop_close() == 0.
  */
 #include "rt/push.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -304,6 +307,66 @@ static void test_file_sink(void **state)
     free(out);
 }
 
+/* The sink's failures: each a retryable failure, no .json and no temporary file left, and the
+ * folder is not taken for one when PUSH_DIR names a file. */
+static void test_file_sink_failures(void **state)
+{
+    char *dir = make_tmpdir(), *out = path_join(dir, "push"), *file = path_join(dir, "plain");
+    const char *tokens[1] = {"ExponentPushToken[aaa]"};
+    push_msg_t msg = {"t", "b", NULL};
+    push_box_t b;
+    FILE *f;
+    struct rlimit old, small;
+
+    (void)state;
+    cfg.push_url = NULL;
+    start();
+    /* PUSH_DIR names a regular file: push_init refuses it */
+    f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    cfg.push_dir = file;
+    assert_int_equal(push_init(&loop), -1);
+    /* the folder disappears while the server runs (messages cleared): it is made again */
+    cfg.push_dir = out;
+    assert_int_equal(push_init(&loop), 0);
+    rm_rf(out);
+    push_and_wait(tokens, 1, &msg, &b);
+    assert_string_equal(b.error, "");
+    assert_true(b.ok);
+    assert_int_equal(count_files(out, ".json"), 1);
+    /* replaced by a file: a retryable failure */
+    rm_rf(out);
+    f = fopen(out, "w");
+    assert_non_null(f);
+    fclose(f);
+    push_and_wait(tokens, 1, &msg, &b);
+    assert_false(b.ok);
+    assert_true(b.retryable);
+    unlink(out);
+    rm_rf(out);
+    /* the disk is full (a file size limit: EFBIG): nothing is left behind */
+    assert_int_equal(push_init(&loop), 0);
+    assert_int_equal(count_files(out, ".json"), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &old);
+    small = old;
+    small.rlim_cur = 10;
+    setrlimit(RLIMIT_FSIZE, &small);
+    push_and_wait(tokens, 1, &msg, &b);
+    setrlimit(RLIMIT_FSIZE, &old);
+    assert_false(b.ok);
+    assert_true(b.retryable);
+    assert_int_equal(count_files(out, ".json"), 0);
+    assert_int_equal(count_files(out, ".tmp"), 0);
+    stop();
+    cfg.push_dir = NULL;
+    rm_rf(dir);
+    free(dir);
+    free(out);
+    free(file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_send),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_file_sink),
+        cmocka_unit_test(test_file_sink_failures),
     };
 
     return cmocka_run_group_tests_name("rt_push", tests, NULL, NULL);
