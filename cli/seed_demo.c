@@ -99,14 +99,15 @@ static const account_t ACCOUNTS[] = {
 typedef struct invite {
     const char *org; /* "nw" or "sa" */
     const char *email, *role, *by;
-    int hours; /* sent this many hours ago */
+    int hours;        /* sent this many hours ago */
+    const char *lang; /* of the printed link, as an invite mail's would carry */
 } invite_t;
 
 static const invite_t INVITES[] = {
-    {"nw", "new.coach@northwind.example", "Coach", "admin@northwind.example", 30},
-    {"nw", "new.teacher@northwind.example", "Teacher", "manager@northwind.example", 20},
-    {"nw", "nueva.docente@northwind.example", "Teacher", "admin2@northwind.example", 3},
-    {"sa", "nuevo.profesor@sierra-azul.example", "Teacher", "admin2@northwind.example", 48},
+    {"nw", "new.coach@northwind.example", "Coach", "admin@northwind.example", 30, "en"},
+    {"nw", "new.teacher@northwind.example", "Teacher", "manager@northwind.example", 20, "en"},
+    {"nw", "nueva.docente@northwind.example", "Teacher", "admin2@northwind.example", 3, "es"},
+    {"sa", "nuevo.profesor@sierra-azul.example", "Teacher", "admin2@northwind.example", 48, "es"},
 };
 #define N_INVITES ((int)(sizeof INVITES / sizeof INVITES[0]))
 
@@ -220,7 +221,7 @@ static void print_report(void)
             put_col(v->role, 9);
             put_col(v->email, 37);
             put_col(strcmp(v->org, "nw") == 0 ? NORTHWIND : SIERRA, 21);
-            printf("%s/invite?token=%s\n", cfg.frontend_url, S.tokens[i]);
+            printf("%s/invite?token=%s&lang=%s\n", cfg.frontend_url, S.tokens[i], v->lang);
         }
         printf("Invite tokens are stored hashed: these links are shown only now.\n");
     } else {

@@ -117,9 +117,10 @@ def test_prints_the_accounts_organizations_and_invite_links(demo):
     nw, sa = org_ids(out)
     assert psql_at(url, "SELECT name FROM organizations WHERE id = '%s'" % nw) == \
         [("Northwind Academy",)]
-    links = re.findall(r"^ +\S+ +(\S+@\S+) +.+ (%s/invite\?token=[A-Za-z0-9_-]{43})$"
+    links = re.findall(r"^ +\S+ +(\S+@\S+) +.+ (%s/invite\?token=[A-Za-z0-9_-]{43}&lang=(en|es))$"
                        % re.escape(FRONTEND), out, re.M)
-    assert {e for e, _ in links} == INVITED, out
+    assert {e for e, _, _ in links} == INVITED, out
+    assert {e: lang for e, _, lang in links}["nueva.docente@northwind.example"] == "es"
     assert "shown only now" in out
 
 
@@ -258,7 +259,7 @@ def test_members_and_pending_invites_as_the_admins_see_them(demo):
     assert owner.get_json("/api/me/current-organization")["data"]["id"] == nw
 
     # A printed link resolves and accepts as a new account.
-    token = re.search(r"new\.teacher@northwind\.example.*token=(\S+)", out).group(1)
+    token = re.search(r"new\.teacher@northwind\.example.*token=([A-Za-z0-9_-]+)", out).group(1)
     anon = Client(base_url=base)
     info = anon.get_json("/api/invites/%s" % token)["data"]
     assert info["isAvailable"] is True and info["hasAccount"] is False, info
