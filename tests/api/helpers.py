@@ -755,3 +755,28 @@ def second_coachd(host="127.0.0.1", netns=None, allow_worker_death=False, log_pa
     # tells (the same rule as scripts/test's for the main server).
     death = None if allow_worker_death else re.search(WORKER_DEATH, whole)
     assert not death, "a worker of the second coachd died:\n%s" % whole[max(0, death.start() - 2000):death.start() + 2000]
+
+
+# ---- browser tests ---------------------------------------------------------------------------
+
+
+def parse_csp(value):
+    """A Content-Security-Policy header as {directive: [sources]}; a directive twice fails."""
+    out = {}
+    for part in value.split(";"):
+        words = part.split()
+        if words:
+            assert words[0] not in out, "directive %s twice" % words[0]
+            out[words[0]] = words[1:]
+    return out
+
+
+def artifacts_dir():
+    """Where tests leave what a person may look at (screenshots): COACHD_TEST_ARTIFACTS, else
+    artifacts/ beside the server's log, else a new temporary folder; made when missing."""
+    d = os.environ.get("COACHD_TEST_ARTIFACTS")
+    if not d and os.environ.get("COACHD_LOG_FILE"):
+        d = os.path.join(os.path.dirname(os.environ["COACHD_LOG_FILE"]), "artifacts")
+    d = d or tempfile.mkdtemp(prefix="coachd-artifacts-")
+    os.makedirs(d, exist_ok=True)
+    return d

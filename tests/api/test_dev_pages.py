@@ -23,8 +23,8 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from helpers import (BASE_URL, PASSWORD, ROOT, Client, assert_error, free_port, psql_value,
-                     second_coachd, sign_in, sign_up, unique_email)
+from helpers import (BASE_URL, PASSWORD, ROOT, Client, artifacts_dir, assert_error, free_port,
+                     parse_csp, psql_value, second_coachd, sign_in, sign_up, unique_email)
 from orgs import new_org
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,25 +50,6 @@ HOSTILE = '<img src=/x-hostile onerror="document.title=1"><script src=/dev-pages
 # A failed fetch the page expects (a bad token's 400 or 404) is logged by Chromium as this.
 FAILED_FETCH = re.compile(r"^Failed to load resource: the server responded with a status of "
                           r"(400|404) ")
-
-
-def parse_csp(value):
-    out = {}
-    for part in value.split(";"):
-        words = part.split()
-        if words:
-            assert words[0] not in out, "directive %s twice" % words[0]
-            out[words[0]] = words[1:]
-    return out
-
-
-def artifacts_dir():
-    d = os.environ.get("COACHD_TEST_ARTIFACTS")
-    if not d and os.environ.get("COACHD_LOG_FILE"):
-        d = os.path.join(os.path.dirname(os.environ["COACHD_LOG_FILE"]), "artifacts")
-    d = d or tempfile.mkdtemp(prefix="coachd-artifacts-")
-    os.makedirs(d, exist_ok=True)
-    return d
 
 
 def on_public(link):

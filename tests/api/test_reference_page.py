@@ -10,12 +10,11 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from urllib.parse import urlsplit
 
 import pytest
 
-from helpers import BASE_URL, ROOT, Client
+from helpers import BASE_URL, ROOT, Client, artifacts_dir, parse_csp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE_SRC = os.path.join(ROOT, "docs", "reference", "node_modules", "redoc", "bundles",
@@ -34,16 +33,6 @@ CSP = {
     "form-action": ["'none'"],
     "frame-ancestors": ["'none'"],
 }
-
-
-def parse_csp(value):
-    out = {}
-    for part in value.split(";"):
-        words = part.split()
-        if words:
-            assert words[0] not in out, "directive %s twice" % words[0]
-            out[words[0]] = words[1:]
-    return out
 
 
 def document_tags():
@@ -159,13 +148,6 @@ def test_other_bundle_names_are_not_found(name):
     r = Client().get("/api/docs/" + name)
     assert r.status_code == 404
     assert r.json()["error"]["code"] == "NOT_FOUND"
-
-
-def artifacts_dir():
-    d = os.environ.get("COACHD_TEST_ARTIFACTS")
-    if not d and os.environ.get("COACHD_LOG_FILE"):
-        d = os.path.join(os.path.dirname(os.environ["COACHD_LOG_FILE"]), "artifacts")
-    return d or tempfile.mkdtemp(prefix="coachd-artifacts-")
 
 
 @pytest.fixture(scope="module")
