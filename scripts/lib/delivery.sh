@@ -4,11 +4,12 @@
 # and where the API reference is. Source it after common.sh.
 # shellcheck shell=bash
 
-# scheme://host[:port] of URL, without user, password, path or query.
+# scheme://host[:port] of URL, without user, password, path or query. Everything up to the last
+# "@" goes first, so a password holding "/" or "?" is never printed, whatever else is lost.
 delivery_endpoint() {
     local scheme="${1%%://*}" rest="${1#*://}"
-    rest="${rest%%[/?#]*}"
-    printf '%s://%s' "$scheme" "${rest##*@}"
+    rest="${rest##*@}"
+    printf '%s://%s' "$scheme" "${rest%%[/?#]*}"
 }
 
 delivery_log() {
