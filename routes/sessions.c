@@ -13,12 +13,14 @@
  *   POST   /api/sessions/:id/reactions    call-reaction event
  *
  * SQL: db/queries/sessions.sql. Writes are the two steps of routes/txreq.h: BEGIN and the
- * locking read of the mentorship (create) or the session (update); the rules are checked in C,
+ * locking read of the mentorship (create) or of the mentorship and then the session (update);
+ * the rules are checked in C,
  * the notices rendered from what the locking read returned (start time in each recipient's
  * zone and language); then one statement writes, another queues the notices in the outbox, and
  * COMMIT. session-update is published after commit. The spacing rule is the exclusion constraint
  * mentorship_sessions_spacing (23P01 -> 409 SESSION_CONFLICT), so concurrent creates cannot both
- * win.
+ * win; the session writes of one mentorship take turns on its row lock, so they never wait on
+ * each other's uncommitted rows in the constraint (that deadlocked: 40P01, a 500 per loser).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -215,7 +217,8 @@ static void create_done(http_req_t *req, txreq_t *t, db_result_t *res)
                      db_getlen(res, 0, SESSION_INSERT_JSON));
 }
 
-/* Step 1: the mentorship is locked FOR SHARE; check it and render the notices. */
+/* Step 1: the mentorship is locked (FOR NO KEY UPDATE: creates take turns); check it and render
+ * the notices. */
 static void create_decide(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     create_state_t *st = req->data;
@@ -339,10 +342,12 @@ static void upd_done(http_req_t *req, txreq_t *t, db_result_t *res)
     http_reply_jsonn(req, 200, db_get(res, 0, col), db_getlen(res, 0, col));
 }
 
-/* Step 1: the session is locked; check the caller and the status move. */
-static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
+/* Step 1: the mentorship and the session are locked; check the caller and the status move.
+ * res[0] is the mentorship's lock, res[1] the session. */
+static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *locks)
 {
     upd_state_t *st = req->data;
+    db_result_t *res = &locks[1];
     caller_t *c = context_caller(req);
     bool found = db_nrows(res) > 0;
     perm_actor_t a = perm_actor(c);
@@ -401,8 +406,10 @@ static void upd_start(http_req_t *req, upd_state_t *st)
 {
     req->data = st;
     const char *params[] = {st->id};
-    txreq_stmt_t lock = {SQL_SESSION_LOCK, 1, params};
-    txreq_read(&st->tx, req, &lock, 1, upd_decide);
+    /* The mentorship first: the session writes of one mentorship take turns (db/queries). */
+    txreq_stmt_t locks[] = {{SQL_SESSION_MENTORSHIP_LOCK, 1, params},
+                            {SQL_SESSION_LOCK, 1, params}};
+    txreq_read(&st->tx, req, locks, 2, upd_decide);
 }
 
 /* A key sent as JSON null where a value is needed. */

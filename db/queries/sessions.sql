@@ -95,15 +95,18 @@ WHERE s.id = $1;
 
 -- name: session_create_lock
 -- columns: organization_id, coach_id, teacher_id, status, notices
--- Locks the mentorship $1 FOR SHARE (so it cannot end meanwhile) and prepares the notices of
--- the new session: $2 its id, $3 start, $4 duration, $5 time zone.
+-- Locks the mentorship $1 (so it cannot end meanwhile) and prepares the notices of the new
+-- session: $2 its id, $3 start, $4 duration, $5 time zone. FOR NO KEY UPDATE, not FOR SHARE:
+-- the session writes of one mentorship take turns on this row. Under a shared lock concurrent
+-- inserts each saw the other's uncommitted row in mentorship_sessions_spacing, waited for it,
+-- and the deadlock detector failed all but one (40P01 instead of 409), one second apiece.
 SELECT m.organization_id, m.coach_id, m.teacher_id, m.status,
        session_notice_json($2::uuid, m, c, t, $3::timestamptz, $4::int, $5) AS notices
 FROM mentorships m
 JOIN users c ON c.id = m.coach_id
 JOIN users t ON t.id = m.teacher_id
 WHERE m.id = $1
-FOR SHARE OF m;
+FOR NO KEY UPDATE OF m;
 
 -- name: session_insert
 -- columns: json
@@ -125,9 +128,20 @@ JOIN mentorships m ON m.id = s.mentorship_id
 JOIN users c ON c.id = m.coach_id
 JOIN users t ON t.id = m.teacher_id;
 
+-- name: session_mentorship_lock
+-- columns: id
+-- Locks the mentorship of session $1 before session_lock locks the session: a reschedule takes
+-- its turn with the creates of the mentorship (session_create_lock), and the order mentorship
+-- then session is that of a mentorship's end (mentorship_lock, then its sessions).
+SELECT m.id
+FROM mentorships m
+WHERE m.id = (SELECT s.mentorship_id FROM mentorship_sessions s WHERE s.id = $1)
+FOR NO KEY UPDATE OF m;
+
 -- name: session_lock
 -- columns: organization_id, coach_id, teacher_id, status, mentorship_id, notices
--- Locks the session $1 for an update, with the notices a cancellation would send.
+-- Locks the session $1 for an update, with the notices a cancellation would send. Runs after
+-- session_mentorship_lock in the same transaction.
 SELECT m.organization_id, m.coach_id, m.teacher_id, s.status, s.mentorship_id,
        session_notice_json(s.id, m, c, t, s.scheduled_at, s.duration_minutes,
                            s.timezone) AS notices

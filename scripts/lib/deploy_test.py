@@ -171,7 +171,7 @@ ENV_ADDED = {
 }
 
 # Variables coachd reads that an operator does not set in production (development and tests).
-NOT_PRODUCTION = {"MAIL_DIR", "DISABLE_CLIENT_AUTH"}
+NOT_PRODUCTION = {"MAIL_DIR", "PUSH_DIR", "DISABLE_CLIENT_AUTH"}  # the sinks: development only
 
 
 def variables_read_by_coachd():

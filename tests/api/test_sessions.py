@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from helpers import Client, RedisSub, assert_error, psql, psql_value, second_coachd
+from helpers import (Client, RedisSub, assert_error, psql, psql_value, second_coachd,
+                     wait_until)
 from ment_fixtures import future, iso, make_mentorship, make_session, platform_admin
 from orgs import new_org
 
@@ -170,6 +171,98 @@ def test_spacing_race_exactly_one_wins(org, ment):
     assert psql_value("SELECT count(*) FROM mentorship_sessions WHERE mentorship_id = :'m'"
                       " AND scheduled_at >= :'t'", m=ment["id"], t=when) == "1"
 
+
+
+def lock_waiters():
+    return int(psql_value("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                          " AND datname = current_database()"))
+
+
+def meet_behind_a_row(ment, start, requests):
+    """Runs the requests (callables) together while an uncommitted session of the mentorship,
+    eight hours from start, sits in the spacing constraint: every request whose row reached the
+    constraint waits for it. Once as many wait as the pool lets in, that row is rolled back, and
+    the waiting rows meet each other's, all uncommitted. Returns the results in order and the
+    seconds they took after the rollback."""
+    holder = subprocess.Popen(
+        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", os.environ["COACHD_DATABASE_URL"]],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        holder.stdin.write(
+            "BEGIN;\n"
+            "INSERT INTO mentorship_sessions (id, mentorship_id, organization_id, scheduled_at,"
+            " duration_minutes) SELECT gen_random_uuid(), id, organization_id, '%s', 480"
+            " FROM mentorships WHERE id = '%s';\n"
+            "SELECT pg_sleep(30);\n" % (start, ment["id"]))
+        holder.stdin.flush()
+        wait_until(lambda: psql_value(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%'"
+            " AND state = 'active' AND pid <> pg_backend_pid()") == "1", what="the held row")
+        with concurrent.futures.ThreadPoolExecutor(len(requests)) as ex:
+            futures = [ex.submit(r) for r in requests]
+            # Waiting: the requests in PostgreSQL (on the held row, or on the mentorship's row
+            # lock). Settled once the count holds still for half a second.
+            last, since = -1, time.monotonic()
+            while time.monotonic() - since < 0.5:
+                n = lock_waiters()
+                if n != last:
+                    last, since = n, time.monotonic()
+                time.sleep(0.05)
+            assert last >= 2, "only %d requests waited in the database" % last
+            psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
+                 " WHERE query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()")
+            t0 = time.monotonic()
+            results = [f.result() for f in futures]
+            elapsed = time.monotonic() - t0
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    return results, elapsed
+
+
+def coach_clone(org):
+    mine = org.client("Coach")
+    c = Client(source_ip=mine.ip)
+    c.cookies.update(mine.cookies)
+    c.org(org.id)
+    return c
+
+
+def test_spacing_race_at_the_constraint_one_wins_the_rest_409(org, ment):
+    """Sixteen creates within 15 minutes of each other meet in the spacing constraint, each
+    row uncommitted. They held a shared lock on the mentorship, so each waited for another's
+    row, and the deadlock detector failed all but one, a second apiece: 500s, seconds late."""
+    when = future(400)
+
+    def create(minutes):
+        c = coach_clone(org)
+        return lambda: c.post("/api/sessions", json={"mentorshipId": ment["id"],
+                                                     "scheduledAt": at(when, minutes)})
+    results, elapsed = meet_behind_a_row(ment, at(when, -60), [create(i) for i in range(16)])
+    codes = [r.status_code for r in results]
+    assert sorted(codes) == [201] + [409] * 15, codes
+    assert all(r.json()["error"]["code"] == "SESSION_CONFLICT" for r in results
+               if r.status_code == 409)
+    assert elapsed < 5, "%.1f s after the rollback" % elapsed  # no deadlock-detector waits
+    assert psql_value("SELECT count(*) FROM mentorship_sessions WHERE mentorship_id = :'m'"
+                      " AND scheduled_at >= :'t'", m=ment["id"], t=at(when, -60)) == "1"
+
+
+def test_reschedule_race_at_the_constraint_one_wins_the_rest_409(org, ment):
+    """Eight sessions days apart are moved at once to times within 15 minutes of each other:
+    one move wins, seven answer 409, none deadlocks."""
+    base = future(500)
+    sessions = [make_session(org, ment["id"], scheduledAt=at(base, 1440 * (i + 1)))["data"]
+                for i in range(8)]
+
+    def move(i, s):
+        c = coach_clone(org)
+        return lambda: c.patch(spath(s), json={"scheduledAt": at(base, i)})
+    results, elapsed = meet_behind_a_row(ment, at(base, -60), [move(i, s) for i, s in
+                                                                enumerate(sessions)])
+    codes = [r.status_code for r in results]
+    assert sorted(codes) == [200] + [409] * 7, codes
+    assert elapsed < 5, "%.1f s after the rollback" % elapsed
 
 # ---- list and get ------------------------------------------------------------------------
 
