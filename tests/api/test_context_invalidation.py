@@ -31,10 +31,6 @@ KINDS = {
 
 # Statements that write those tables but cannot change a context that is already cached.
 ALLOWED = {
-    # Inserts a new user and its first session: no cached context has that token or that user.
-    "auth_sign_up": "new user and session only",
-    # Inserts a session with a new token; the cache is keyed by token hash.
-    "auth_sign_in_session": "new session only",
     # The guard's own sliding refresh: it only moves a session's expiry later, and the worker
     # that ran it drops its own entry (ctx_cache_drop_session_local); elsewhere the cached,
     # earlier expiry can only end the session sooner, never let it live longer.
