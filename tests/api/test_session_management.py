@@ -367,3 +367,39 @@ def test_short_absolute_lifetime_ends_a_session_in_use_and_its_stream():
         assert token and token not in text, "a session token was logged"
     finally:
         os.unlink(log.name)
+
+
+# ---- better-auth's own client, unchanged ------------------------------------------------------
+
+
+def test_better_auth_client_lists_and_revokes_sessions():
+    from test_real_clients import AuthClient, ok  # node and better-auth/client (package.json)
+    ba = AuthClient()
+    try:
+        email = unique_email("ba-sessions")
+        ok(ba.call("signUp.email", {"email": email, "password": PASSWORD, "name": "Real Client"}))
+        laptop, _ = sign_in(email)
+        phone, _ = sign_in(email)
+        listed = ok(ba.call("listSessions"))
+        assert len(listed) == 3 and sum(s["current"] for s in listed) == 1
+        assert "/api/auth/list-sessions" in ba.call("listSessions")["url"]
+        # The `token` of an entry is what revokeSession takes.
+        [entry] = [s for s in listed if s["id"] == session_id(laptop)]
+        assert ok(ba.call("revokeSession", {"token": entry["token"]})) == {"status": True}
+        assert_error(laptop.request("GET", "/api/users/me"), 401, "UNAUTHENTICATED")
+        assert len(ok(ba.call("listSessions"))) == 2
+        assert ok(ba.call("revokeOtherSessions")) == {"status": True}
+        assert_error(phone.request("GET", "/api/users/me"), 401, "UNAUTHENTICATED")
+        [mine] = ok(ba.call("listSessions"))
+        assert mine["current"] is True
+        assert ok(ba.call("revokeSessions")) == {"status": True}
+        assert ba.cookies() == {}
+        assert ba.call("getSession")["data"] is None
+        # Another user's session: refused, and it lives on.
+        ok(ba.call("signIn.email", {"email": email, "password": PASSWORD}))
+        stranger, _ = sign_up()
+        res = ba.call("revokeSession", {"token": session_id(stranger)})
+        assert res["status"] == 404 and res["data"] is None
+        stranger.get_json("/api/users/me")
+    finally:
+        ba.close()
