@@ -130,7 +130,6 @@ GATE_TABLE = [
     ("GET", "/api/auth/list-sessions", 200),
     ("POST", "/api/auth/revoke-session", 400),
     ("POST", "/api/auth/revoke-other-sessions", 200),
-    ("POST", "/api/auth/revoke-sessions", 200),  # run with a session of its own (OWN_SESSION)
     # everything else that needs a session
     ("POST", "/api/users/me/password", GATED),
     ("POST", "/api/auth/change-password", GATED),
@@ -183,12 +182,13 @@ GATE_TABLE = [
     ("POST", "/api/files/{fileId}/attach", GATED),
     ("DELETE", "/api/files/{fileId}/attach/{objectType}/{objectId}", GATED),
     ("GET", "/api/files/mentorship/{mentorshipId}/attachments", GATED),
-    # last: it ends the session
+    # last: they end the session (revoke-sessions every one of the user's, from a session of its
+    # own: OWN_SESSION)
     ("POST", "/api/auth/sign-out", 200),
+    ("POST", "/api/auth/revoke-sessions", 200),
 ]
 
-# Rows that end every session of the caller: run with a fresh session of the same user, so the
-# rows after them still have theirs.
+# Rows run with a fresh session of the same user (the table's own one has ended by then).
 OWN_SESSION = {("POST", "/api/auth/revoke-sessions")}
 
 BODIES = {
