@@ -86,6 +86,25 @@ int config_int(const char *name, int def, int min, int max)
     return n;
 }
 
+/* A decimal number of days in [min_seconds, max_days], e.g. 30 or 0.0001; as seconds. */
+static double config_days(const char *name, double def_days, double min_seconds, double max_days)
+{
+    const char *v = env(name);
+    if (!v) return def_days * 86400.0;
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || *end || end == v || !(d * 86400.0 >= min_seconds) || !(d <= max_days)) {
+        char why[128];
+        snprintf(why, sizeof(why),
+                 "expected a number of days (decimals allowed) from %g (%g s) to %g",
+                 min_seconds / 86400.0, min_seconds, max_days);
+        config_bad(name, v, why);
+        return def_days * 86400.0;
+    }
+    return d * 86400.0;
+}
+
 /* The interface's rule for values that fall back rather than stop start-up. */
 static int config_int_or_default(const char *name, int def, int min, int max)
 {
@@ -409,6 +428,11 @@ int config_load(void)
     /* routes/health.c reads it when first asked; the same range, checked here at start. */
     (void)config_int("HEALTH_PROBE_CACHE_SECONDS", 30, 0, 3600);
     cfg.shutdown_grace_seconds = config_int("SHUTDOWN_GRACE_SECONDS", 30, 0, 3600);
+    /* Absolute session lifetime (docs/security.md 7.3.2): at least one second, at most ten
+     * years; decimals let a test use seconds. */
+    cfg.session_absolute_seconds = config_days("SESSION_ABSOLUTE_DAYS", 30, 1, 3650);
+    snprintf(cfg.session_absolute_text, sizeof(cfg.session_absolute_text), "%.3f",
+             cfg.session_absolute_seconds);
     return rc != 0 || config_errors ? -1 : 0;
 }
 

@@ -54,6 +54,10 @@ typedef struct config {
     int sweeper_interval_seconds, janitor_interval_seconds, janitor_outbox_keep_seconds;
     int storage_janitor_interval_seconds;
     int shutdown_grace_seconds; /* SHUTDOWN_GRACE_SECONDS: the drain on SIGTERM (main.c) */
+    /* SESSION_ABSOLUTE_DAYS (30, decimals allowed): no session lives past its creation plus this
+     * (routes/context.c); in seconds, and as the text passed to the session statements. */
+    double session_absolute_seconds;
+    char session_absolute_text[32];
 } config_t;
 
 /* STORAGE_SECRET's length (rt/storage.c); production refuses any other. */

@@ -220,23 +220,28 @@ perm_t perm_user_staff(const perm_actor_t *a, role_t min)
 
 perm_t perm_user_access(const perm_actor_t *a, const perm_user_target_t *t, perm_user_action_t act)
 {
+    /* Ending a user's sessions is in the scope of changing their status. */
+    bool status = act == PERM_USER_STATUS || act == PERM_USER_SESSIONS;
     if (t->self) {
         if (act == PERM_USER_STATUS) return forbid("You cannot change your own status");
+        if (act == PERM_USER_SESSIONS)
+            return forbid("End your own sessions with POST /api/auth/revoke-sessions");
         return PERM_ALLOW;
     }
     if (is_global(a)) {
-        if ((act == PERM_USER_WRITE || act == PERM_USER_STATUS) && t->global_role > a->global_role)
+        if ((act == PERM_USER_WRITE || status) && t->global_role > a->global_role)
             return forbid("You cannot change a user of a higher role");
         return PERM_ALLOW;
     }
     /* By id there is no 400: without an organization context nobody is in scope. */
-    role_t min = act == PERM_USER_STATUS ? ROLE_ORG_ADMIN : ROLE_MANAGER;
+    role_t min = status ? ROLE_ORG_ADMIN : ROLE_MANAGER;
     if (!a->org_id || !role_at_least(a->org_role, min)) {
         static const char *const what[] = {
             [PERM_USER_READ] = "read other users",
             [PERM_USER_WRITE] = "edit other users",
             [PERM_USER_STATUS] = "change a user's status",
             [PERM_USER_PRESENCE] = "see other users' presence",
+            [PERM_USER_SESSIONS] = "end another user's sessions",
         };
         return forbid_role(min, NULL, what[act]);
     }
@@ -247,7 +252,7 @@ perm_t perm_user_access(const perm_actor_t *a, const perm_user_target_t *t, perm
         return forbid("This user is not an active member of your organization");
     /* Status is global: an organization may not suspend or archive someone another
      * organization (or the platform) still relies on; it disables its own membership instead. */
-    if (act == PERM_USER_STATUS && (t->global_role != ROLE_NONE || t->elsewhere))
+    if (status && (t->global_role != ROLE_NONE || t->elsewhere))
         return forbid("This user belongs to another organization too; disable the membership "
                       "in yours instead");
     /* A Manager never reaches an OrganizationAdmin or a global user; an OrganizationAdmin

@@ -134,6 +134,7 @@ typedef enum perm_user_action {
     PERM_USER_WRITE,    /* PATCH profile fields */
     PERM_USER_STATUS,   /* PATCH status, DELETE */
     PERM_USER_PRESENCE, /* GET presence */
+    PERM_USER_SESSIONS, /* POST /api/users/:id/revoke-sessions: whoever may set the status */
 } perm_user_action_t;
 
 typedef struct perm_user_target {

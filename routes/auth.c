@@ -20,6 +20,7 @@
 #include "db/q_auth.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
+#include "domain/token.h"
 #include "routes/common.h"
 #include "routes/dbreq.h"
 #include "routes/context.h"
@@ -39,7 +40,9 @@ typedef struct auth_state {
     const char *user_id;
     const char *stored_hash;
     bool active;
-    const char *token; /* new session token: the cookie is set only once the session exists */
+    const char *token;  /* new session token: the cookie is set only once the session exists */
+    const char *answer; /* the sign-in / sign-up answer, sent once an ended session is gone */
+    size_t answer_len;
 } auth_state_t;
 
 /* ---- shared: session creation ---- */
@@ -53,6 +56,60 @@ const char *auth_verify_link(http_req_t *req, const char *token, const char *cal
     return arena_printf(&req->arena, "%s/api/auth/verify-email?token=%s", cfg.public_url, token);
 }
 
+/* Closes the open streams of session `session_id` of `user_id` on every worker (rt/streams hears
+ * the control message) and drops its cached contexts everywhere, then done(req): a reply sent
+ * from done() is never overtaken by the ended session passing on another worker. */
+static void end_session_then(http_req_t *req, const char *session_id, const char *user_id,
+                             void (*done)(http_req_t *req))
+{
+    char *msg =
+        arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}", session_id);
+    char *chan = arena_printf(&req->arena, "user:%s:control", user_id);
+    redis_publish(chan, msg, strlen(msg));
+    ctx_invalidate_then(req, 's', session_id, done);
+}
+
+/* ---- shared by sign-up and sign-in: the session cookie the request carried ends ---- */
+
+/* The hash of the session cookie the request carried (NULL: none): signing in ends that session,
+ * whoever's it is (docs/security.md 7.2.4). */
+static const char *presented_session_hash(http_req_t *req)
+{
+    const char *token = http_req_cookie(req, SESSION_COOKIE);
+    if (!token || !token_is_wellformed(token)) return NULL;
+    char *h = arena_alloc(&req->arena, TOKEN_HASH_LEN + 1);
+    token_hash(token, h);
+    return h;
+}
+
+static void signed_in_reply(http_req_t *req)
+{
+    auth_state_t *st = req->data;
+    cookie_set_session(req, st->token);
+    http_reply_jsonn(req, 200, st->answer, st->answer_len);
+}
+
+/* The new session committed (row 0: json, then the ended session's id and user, NULL when the
+ * request carried no live session cookie): end that one first, then answer. */
+static void signed_in(http_req_t *req, db_result_t *r, int ended_id_col, int ended_user_col)
+{
+    auth_state_t *st = req->data;
+    const char *json = db_get(r, 0, 0);
+    if (!json) {
+        http_reply_error(req, 500, "INTERNAL", "Internal error");
+        return;
+    }
+    st->answer_len = (size_t)db_getlen(r, 0, 0);
+    st->answer = arena_strndup(&req->arena, json, st->answer_len);
+    const char *ended = db_get(r, 0, ended_id_col);
+    if (ended) {
+        end_session_then(req, arena_strdup(&req->arena, ended),
+                         arena_strdup(&req->arena, db_get(r, 0, ended_user_col)), signed_in_reply);
+        return;
+    }
+    signed_in_reply(req);
+}
+
 /* ---- sign-up ---- */
 
 static void sign_up_on_insert(http_req_t *req, db_result_t *r)
@@ -63,9 +120,7 @@ static void sign_up_on_insert(http_req_t *req, db_result_t *r)
         return;
     }
     outbox_kick();
-    auth_state_t *st = req->data;
-    cookie_set_session(req, st->token);
-    reply_db_json(req, 200, r);
+    signed_in(req, r, AUTH_SIGN_UP_ENDED_ID, AUTH_SIGN_UP_ENDED_USER_ID);
 }
 
 static void sign_up_on_hashed(http_req_t *req, void *data)
@@ -86,12 +141,26 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
     mail_msg_t m = {0};
     mail_render_verification(st->lang, auth_verify_link(req, vtoken, st->callback), &m);
     const char *ua = http_req_header(req, "User-Agent");
-    const char *params[] = {user_id,  st->email,  st->first, st->last,       st->lang,
-                            st->hash, session_id, token_h,   req->client_ip, ua,
-                            ver_id,   vtoken_h,   m.subject, m.text,         m.html};
+    const char *params[] = {user_id,
+                            st->email,
+                            st->first,
+                            st->last,
+                            st->lang,
+                            st->hash,
+                            session_id,
+                            token_h,
+                            req->client_ip,
+                            ua,
+                            ver_id,
+                            vtoken_h,
+                            m.subject,
+                            m.text,
+                            m.html,
+                            cfg.session_absolute_text,
+                            presented_session_hash(req)};
     /* The cookie waits for the insert: a 409 must not replace the caller's valid session. */
     st->token = arena_strdup(&req->arena, token);
-    db_req_query(req, SQL_AUTH_SIGN_UP, 15, params, sign_up_on_insert);
+    db_req_query(req, SQL_AUTH_SIGN_UP, 17, params, sign_up_on_insert);
     mail_msg_free(&m);
 }
 
@@ -134,9 +203,7 @@ static void sign_up(http_req_t *req)
 static void sign_in_on_session(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
-    auth_state_t *st = req->data;
-    cookie_set_session(req, st->token);
-    reply_db_json(req, 200, r);
+    signed_in(req, r, AUTH_SIGN_IN_SESSION_ENDED_ID, AUTH_SIGN_IN_SESSION_ENDED_USER_ID);
 }
 
 static void sign_in_on_verified(http_req_t *req, void *data)
@@ -149,10 +216,15 @@ static void sign_in_on_verified(http_req_t *req, void *data)
     char session_id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
     new_uuid(session_id);
     new_token(token, token_h);
-    const char *params[] = {session_id, st->user_id, token_h, req->client_ip,
-                            http_req_header(req, "User-Agent")};
+    const char *params[] = {session_id,
+                            st->user_id,
+                            token_h,
+                            req->client_ip,
+                            http_req_header(req, "User-Agent"),
+                            cfg.session_absolute_text,
+                            presented_session_hash(req)};
     st->token = arena_strdup(&req->arena, token);
-    db_req_query(req, SQL_AUTH_SIGN_IN_SESSION, 5, params, sign_in_on_session);
+    db_req_query(req, SQL_AUTH_SIGN_IN_SESSION, 7, params, sign_in_on_session);
 }
 
 static void verify_work(void *data)
@@ -212,15 +284,10 @@ static void sign_out_on_delete(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
-    /* Streams held by this session close when they hear of it (rt/streams). */
-    char *msg = arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}",
-                             c->session_id);
-    char *chan = arena_printf(&req->arena, "user:%s:control", c->user_id);
-    redis_publish(chan, msg, strlen(msg));
     cookie_clear_session(req);
-    /* The reply waits for the invalidation: a revoked session must not pass on another worker
-     * after it. */
-    ctx_invalidate_then(req, 's', c->session_id, sign_out_reply);
+    /* Streams held by this session close; the reply waits for the invalidation: a revoked
+     * session must not pass on another worker after it. */
+    end_session_then(req, c->session_id, c->user_id, sign_out_reply);
 }
 
 static void sign_out(http_req_t *req)

@@ -302,8 +302,11 @@ void split_name(http_req_t *req, const char *name, const char **first, const cha
 void cookie_set_session(http_req_t *req, const char *token)
 {
     char v[256];
+    /* A session never lives past SESSION_ABSOLUTE_DAYS: neither does a fresh cookie. */
+    int max_age = 7 * 24 * 3600;
+    if (cfg.session_absolute_seconds < max_age) max_age = (int)cfg.session_absolute_seconds;
     snprintf(v, sizeof(v), "auth.session_token=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Lax%s",
-             token, 7 * 24 * 3600, cfg.production ? "; Secure" : "");
+             token, max_age, cfg.production ? "; Secure" : "");
     http_res_header(req, "Set-Cookie", v);
 }
 

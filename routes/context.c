@@ -14,7 +14,9 @@
  * changes it invalidates it, or for at most CONTEXT_CACHE_TTL_MS; the checks run on every
  * request either way.
  * Sessions get a sliding refresh (as better-auth's updateAge): once a day of use, the expiry
- * moves to seven days from now and the cookie is sent again.
+ * moves to seven days from now and the cookie is sent again, but never past the session's
+ * creation plus SESSION_ABSOLUTE_DAYS (the absolute lifetime: the caller query applies the same
+ * cap, so a session is refused from that moment however often it is used).
  */
 #include "routes/context.h"
 
@@ -262,10 +264,15 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    bool refresh = expires_ms < now_ms + (long long)(SESSION_TTL_SECONDS - 24 * 3600) * 1000;
+    /* A session at its absolute cap has nothing to gain from a refresh. */
+    long long cap_ms = r->v[CONTEXT_CALLER_SESSION_CAP_MS]
+                           ? strtoll(r->v[CONTEXT_CALLER_SESSION_CAP_MS], NULL, 10)
+                           : 0;
+    bool refresh = expires_ms < now_ms + (long long)(SESSION_TTL_SECONDS - 24 * 3600) * 1000 &&
+                   expires_ms < cap_ms;
     if (refresh && c->token && refresh_due(c->session_id)) {
-        const char *params[] = {c->session_id};
-        db_query(SQL_CONTEXT_REFRESH, 1, params, on_refreshed, xstrdup(c->session_id));
+        const char *params[] = {c->session_id, cfg.session_absolute_text};
+        db_query(SQL_CONTEXT_REFRESH, 2, params, on_refreshed, xstrdup(c->session_id));
         cookie_set_session(req, c->token);
     }
     presence_touch(c->user_id);
@@ -311,8 +318,9 @@ static void resolve_session(http_req_t *req)
     }
     g->cache_gen = ctx_cache_gen();
     /* $3: invites of an unverified email do not gate it when they cannot be answered. */
-    const char *params[] = {g->hash, org, cfg.invite_require_verified_email ? "true" : "false"};
-    db_req_query(req, SQL_CONTEXT_CALLER, 3, params, on_caller);
+    const char *params[] = {g->hash, org, cfg.invite_require_verified_email ? "true" : "false",
+                            cfg.session_absolute_text};
+    db_req_query(req, SQL_CONTEXT_CALLER, 4, params, on_caller);
 }
 
 void context_init(uv_loop_t *loop)

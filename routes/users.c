@@ -17,6 +17,8 @@
  * decides access in access_or_replied() (domain/permissions.h), then runs one statement. When a
  * user's status leaves `active`, {"type":"user-inactive"} goes to the Redis channel
  * user:<id>:control after the statement committed, so open streams of that user close.
+ * POST /api/users/:id/revoke-sessions ends every session of a user (whoever may change the
+ * user's status may) and leaves the account as it is.
  */
 #include <limits.h>
 #include <string.h>
@@ -27,6 +29,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_user_sessions.h"
 #include "db/q_users.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
@@ -43,6 +46,7 @@
 #include "routes/page_cache.h"
 #include "routes/page_list.h"
 #include "routes/routes.h"
+#include "rt/events.h"
 #include "rt/outbox.h"
 #include "rt/presence.h"
 #include "rt/redis.h"
@@ -701,6 +705,42 @@ static void delete_user(http_req_t *req)
     db_req_query(req, SQL_USER_TARGET, 2, params, delete_on_target);
 }
 
+/* ---- POST /api/users/:id/revoke-sessions ---- */
+
+static void revoke_on_deleted(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    users_state_t *st = req->data;
+    /* Their streams close on every worker; the answer waits until no worker serves a cached
+     * context of theirs. */
+    events_sessions_ended(st->t.id, NULL);
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
+}
+
+static void revoke_on_target(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    users_state_t *st = req->data;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "User not found");
+        return;
+    }
+    target_from_row(req, r, &st->t);
+    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_SESSIONS)) return;
+    const char *params[] = {st->t.id};
+    db_req_query(req, SQL_USER_SESSIONS_REVOKE_ALL, 1, params, revoke_on_deleted);
+}
+
+static void revoke_sessions(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    users_state_t *st = state_new(req);
+    if (!target_init_or_replied(req, &st->t)) return;
+    const char *params[] = {st->t.id, c->org_id};
+    db_req_query(req, SQL_USER_TARGET, 2, params, revoke_on_target);
+}
+
 /* ---- GET /api/users/:id/presence ---- */
 
 static void presence_on_state(bool ok, bool online, int64_t last_seen_ms, void *data)
@@ -762,6 +802,8 @@ static const route_t users_routes[] = {
     {HTTP_M_PATCH, "/api/users/:id", patch_user, AUTH_SESSION, ROLE_NONE, ROUTE_ORG_OPTIONAL, 0},
     {HTTP_M_DELETE, "/api/users/:id", delete_user, AUTH_SESSION, ROLE_NONE, ROUTE_ORG_OPTIONAL, 0},
     {HTTP_M_GET, "/api/users/:id/presence", get_presence, AUTH_SESSION, ROLE_NONE,
+     ROUTE_ORG_OPTIONAL, 0},
+    {HTTP_M_POST, "/api/users/:id/revoke-sessions", revoke_sessions, AUTH_SESSION, ROLE_NONE,
      ROUTE_ORG_OPTIONAL, 0},
 };
 

@@ -31,10 +31,11 @@ KINDS = {
 
 # Statements that write those tables but cannot change a context that is already cached.
 ALLOWED = {
-    # Inserts a new user and its first session: no cached context has that token or that user.
-    "auth_sign_up": "new user and session only",
-    # Inserts a session with a new token; the cache is keyed by token hash.
-    "auth_sign_in_session": "new session only",
+    # Inserts a new user and its first session (no cached context has that token or that user);
+    # the session it deletes, the one whose cookie the request carried, is dropped with kind 's'
+    # in routes/auth.c signed_in (test_session_management.py shows it on another coachd). The
+    # check here is per statement, and 's' does not cover the new user row, hence the entry.
+    "auth_sign_up": "new user and session; the ended session is invalidated with 's'",
     # The guard's own sliding refresh: it only moves a session's expiry later, and the worker
     # that ran it drops its own entry (ctx_cache_drop_session_local); elsewhere the cached,
     # earlier expiry can only end the session sooner, never let it live longer.

@@ -127,6 +127,9 @@ GATE_TABLE = [
     ("DELETE", "/api/users/me/push-tokens/{token}", 404),
     ("GET", "/api/events/users/me/events", 200),
     ("GET", "/api/events/mentorships/{mentorshipId}/events", 404),
+    ("GET", "/api/auth/list-sessions", 200),
+    ("POST", "/api/auth/revoke-session", 400),
+    ("POST", "/api/auth/revoke-other-sessions", 200),
     # everything else that needs a session
     ("POST", "/api/users/me/password", GATED),
     ("POST", "/api/auth/change-password", GATED),
@@ -137,6 +140,7 @@ GATE_TABLE = [
     ("PATCH", "/api/users/{id}", GATED),
     ("DELETE", "/api/users/{id}", GATED),
     ("GET", "/api/users/{id}/presence", GATED),
+    ("POST", "/api/users/{id}/revoke-sessions", GATED),
     ("GET", "/api/organizations", GATED),
     ("POST", "/api/organizations", GATED),
     ("GET", "/api/organizations/{id}", GATED),
@@ -178,9 +182,14 @@ GATE_TABLE = [
     ("POST", "/api/files/{fileId}/attach", GATED),
     ("DELETE", "/api/files/{fileId}/attach/{objectType}/{objectId}", GATED),
     ("GET", "/api/files/mentorship/{mentorshipId}/attachments", GATED),
-    # last: it ends the session
+    # last: they end the session (revoke-sessions every one of the user's, from a session of its
+    # own: OWN_SESSION)
     ("POST", "/api/auth/sign-out", 200),
+    ("POST", "/api/auth/revoke-sessions", 200),
 ]
+
+# Rows run with a fresh session of the same user (the table's own one has ended by then).
+OWN_SESSION = {("POST", "/api/auth/revoke-sessions")}
 
 BODIES = {
     ("POST", "/api/users/me/password"): WRONG,
@@ -213,7 +222,8 @@ def test_invite_gate_table():
         path = pattern.format(**values)
         body = BODIES.get((method, pattern), {} if method in ("POST", "PATCH", "PUT") else None)
         stream = pattern.startswith("/api/events/")
-        r = c.request(method, path, json=body, stream=stream)
+        who = sign_in(u["email"])[0] if (method, pattern) in OWN_SESSION else c
+        r = who.request(method, path, json=body, stream=stream)
         status = r.status_code
         code = None
         if not stream and r.headers.get("Content-Type", "").startswith("application/json"):

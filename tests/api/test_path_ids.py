@@ -85,6 +85,7 @@ ROUTES = {
     ("PATCH", "/api/users/:id"): (["user"], {"firstName": ""}),
     ("DELETE", "/api/users/:id"): (["user"], None),
     ("GET", "/api/users/:id/presence"): (["user"], None),
+    ("POST", "/api/users/:id/revoke-sessions"): (["user"], None),
 }
 
 # Routes whose parameter names a file, not a resource: any name but the real one is 404.

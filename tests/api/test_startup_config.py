@@ -98,6 +98,9 @@ BAD = [
     ("LOG_LEVEL", {"LOG_LEVEL": "verbose"}),
     ("LOG_FORMAT", {"LOG_FORMAT": "xml"}),
     ("S3_FORCE_PATH_STYLE", {"S3_FORCE_PATH_STYLE": "maybe"}),
+    ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "thirty"}),
+    ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "0"}),
+    ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "30d"}),
 ]
 
 

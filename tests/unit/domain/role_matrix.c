@@ -175,6 +175,10 @@ static perm_t decide(const row_t *row)
         perm_user_target_t t = user_of(&x, rel);
         return perm_user_access(a, &t, PERM_USER_STATUS);
     }
+    if (strcmp(act, "user.revoke-sessions") == 0) { /* a fresh Coach, as user.archive */
+        perm_user_target_t t = user_of(&x, rel);
+        return perm_user_access(a, &t, PERM_USER_SESSIONS);
+    }
     if (strncmp(act, "user.", 5) == 0) {
         perm_user_target_t t = user_of(&x, rel);
         perm_user_action_t ua = strcmp(act, "user.read") == 0       ? PERM_USER_READ
