@@ -54,6 +54,11 @@ typedef struct config {
     int sweeper_interval_seconds, janitor_interval_seconds, janitor_outbox_keep_seconds;
     int storage_janitor_interval_seconds;
     int shutdown_grace_seconds; /* SHUTDOWN_GRACE_SECONDS: the drain on SIGTERM (main.c) */
+    /* TWO_FACTOR_ENCRYPTION_KEY: 64 hex digits, the AES-256-GCM key of TOTP secrets at rest
+     * (routes/two_factor.c). Unset: development derives a fixed key, production offers no
+     * two-factor setup (503) until it is set. */
+    bool two_factor_key_set;
+    unsigned char two_factor_key[32];
 } config_t;
 
 /* STORAGE_SECRET's length (rt/storage.c); production refuses any other. */

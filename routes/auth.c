@@ -25,6 +25,7 @@
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
+#include "routes/two_factor.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
 
@@ -39,6 +40,7 @@ typedef struct auth_state {
     const char *user_id;
     const char *stored_hash;
     bool active;
+    bool two_factor;   /* the second step follows the password (routes/two_factor.c) */
     const char *token; /* new session token: the cookie is set only once the session exists */
 } auth_state_t;
 
@@ -139,13 +141,9 @@ static void sign_in_on_session(http_req_t *req, db_result_t *r)
     reply_db_json(req, 200, r);
 }
 
-static void sign_in_on_verified(http_req_t *req, void *data)
+static void sign_in_session(http_req_t *req)
 {
-    auth_state_t *st = data;
-    if (st->rc != 0 || !st->user_id || !st->active) {
-        http_reply_error(req, 401, "UNAUTHENTICATED", "Invalid email or password");
-        return;
-    }
+    auth_state_t *st = req->data;
     char session_id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
     new_uuid(session_id);
     new_token(token, token_h);
@@ -153,6 +151,20 @@ static void sign_in_on_verified(http_req_t *req, void *data)
                             http_req_header(req, "User-Agent")};
     st->token = arena_strdup(&req->arena, token);
     db_req_query(req, SQL_AUTH_SIGN_IN_SESSION, 5, params, sign_in_on_session);
+}
+
+static void sign_in_on_verified(http_req_t *req, void *data)
+{
+    auth_state_t *st = data;
+    if (st->rc != 0 || !st->user_id || !st->active) {
+        http_reply_error(req, 401, "UNAUTHENTICATED", "Invalid email or password");
+        return;
+    }
+    if (st->two_factor) {
+        two_factor_sign_in(req, st->user_id, sign_in_session);
+        return;
+    }
+    sign_in_session(req);
 }
 
 static void verify_work(void *data)
@@ -176,6 +188,8 @@ static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
         st->active = status && strcmp(status, "active") == 0;
         st->stored_hash =
             arena_strdup(&req->arena, db_get(r, 0, AUTH_SIGN_IN_LOOKUP_PASSWORD_HASH));
+        const char *tf = db_get(r, 0, AUTH_SIGN_IN_LOOKUP_TWO_FACTOR_ENABLED);
+        st->two_factor = tf && tf[0] == 't';
     }
     offload_run_kind(req, OFFLOAD_SIGN_IN, verify_work, sign_in_on_verified, st);
 }

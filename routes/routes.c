@@ -21,6 +21,7 @@ void routes_init(uv_loop_t *loop)
     routes_auth_register();
     routes_recovery_register();
     routes_account_register();
+    routes_two_factor_register();
     routes_setup_register();
     routes_health_register();
     routes_organizations_register();

@@ -13,6 +13,7 @@ void routes_shutdown(void);
 void routes_auth_register(void);
 void routes_recovery_register(void);
 void routes_account_register(void);
+void routes_two_factor_register(void);
 void routes_setup_register(void);
 void routes_health_register(void);
 /* The coachd_health_check_ok gauges for /metrics (routes/health.c): cached probe results only,

@@ -240,7 +240,7 @@ def used(schemas, paths):
 
 # The reference page's table of contents: areas in the order a client meets them.
 TAG_GROUPS = [
-    ("Accounts", ["auth", "account", "recovery", "me", "users", "push_tokens"]),
+    ("Accounts", ["auth", "two_factor", "account", "recovery", "me", "users", "push_tokens"]),
     ("Organizations", ["organizations", "invites"]),
     ("Mentoring", ["mentorships", "sessions", "chat", "events"]),
     ("Files", ["files", "files_upload", "files_local"]),
