@@ -156,15 +156,15 @@ bool totp_backup_code(const uint8_t rnd[TOTP_BACKUP_RANDOM], char out[TOTP_BACKU
     return true;
 }
 
-void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *code,
+void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65])
 {
-    size_t ul = strlen(user_id), cl = strlen(code);
+    size_t ul = strlen(user_id), cl = strlen(backup);
     char msg[256];
     if (ul + 1 + cl >= sizeof msg) cl = sizeof msg - ul - 2;
     memcpy(msg, user_id, ul);
     msg[ul] = ':';
-    memcpy(msg + ul + 1, code, cl);
+    memcpy(msg + ul + 1, backup, cl);
     uint8_t mac[CRYPTO_SHA256_LEN];
     crypto_hmac_sha256(key, TOTP_KEY_LEN, msg, ul + 1 + cl, mac);
     crypto_hex_encode(mac, sizeof mac, out);

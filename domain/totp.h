@@ -57,5 +57,5 @@ int totp_open(const uint8_t key[TOTP_KEY_LEN], const char *aad, const char *seal
  * byte is out of range (the caller draws again). */
 bool totp_backup_code(const uint8_t rnd[TOTP_BACKUP_RANDOM], char out[TOTP_BACKUP_CODE_LEN + 1]);
 /* The stored form of a backup code: hex HMAC-SHA256(key, user_id ":" code), 64 characters. */
-void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *code,
+void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65]);

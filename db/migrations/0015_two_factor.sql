@@ -39,3 +39,12 @@ CREATE TABLE trusted_devices (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX trusted_devices_user_idx ON trusted_devices (user_id);
+
+-- The organization's answer carries its policy.
+CREATE OR REPLACE FUNCTION organization_json(o organizations) RETURNS json
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN json_build_object('id', o.id, 'name', o.name, 'description', o.description,
+        'logoUrl', o.logo_url, 'status', o.status, 'settings', o.settings,
+        'defaultTimezone', o.default_timezone,
+        'requireTwoFactorForAdmins', o.require_two_factor_for_admins,
+        'createdAt', iso(o.created_at), 'updatedAt', iso(o.updated_at));

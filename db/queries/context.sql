@@ -5,7 +5,8 @@
 -- columns: user_id, email, first_name, last_name, email_verified, status, created_at,
 -- columns: global_role, preferred_language, current_organization_id, phone, birth_date,
 -- columns: country_code, timezone, avatar_url,
--- columns: org_id, member_role, pending_invites, session_expires_ms
+-- columns: org_id, member_role, pending_invites, session_expires_ms,
+-- columns: two_factor_enabled, org_requires_two_factor
 -- Session cookie -> user -> organization -> role in one query. $1 the session token's hash,
 -- $2 the X-Organization-Id header (else the user's current organization), $3 whether only
 -- invites to a verified email count. The organization columns are NULL when there is no such
@@ -20,7 +21,8 @@ SELECT s.id AS session_id, iso(s.expires_at) AS session_expires_at,
        (SELECT count(*) FROM invites i
         WHERE i.email = u.email AND i.status = 'pending' AND i.expires_at > now()
           AND (u.email_verified OR NOT $3::boolean)) AS pending_invites,
-       epoch_ms(s.expires_at) AS session_expires_ms
+       epoch_ms(s.expires_at) AS session_expires_ms,
+       u.two_factor_enabled, o.require_two_factor_for_admins AS org_requires_two_factor
 FROM sessions s
 JOIN users u ON u.id = s.user_id
 LEFT JOIN organizations o ON o.id = COALESCE($2::uuid, u.current_organization_id)
@@ -31,3 +33,14 @@ WHERE s.token_hash = $1 AND s.expires_at > now();
 -- name: context_refresh
 -- Extends the session $1 to seven days from now.
 UPDATE sessions SET expires_at = now() + interval '7 days', updated_at = now() WHERE id = $1;
+
+-- name: context_org_policy
+-- columns: required
+-- Whether organization $1 requires two-factor of user $2 (an active OrganizationAdmin or
+-- Manager there while requireTwoFactorForAdmins is on); no row: not a member.
+SELECT o.require_two_factor_for_admins
+       AND m.role_in_organization IN ('OrganizationAdmin', 'Manager') AS required
+FROM organizations o
+JOIN organization_memberships m
+  ON m.organization_id = o.id AND m.user_id = $2 AND m.membership_status = 'active'
+WHERE o.id = $1::uuid;

@@ -35,6 +35,8 @@ ALLOWED = {
     "auth_sign_up": "new user and session only",
     # Inserts a session with a new token; the cache is keyed by token hash.
     "auth_sign_in_session": "new session only",
+    # The second step of a sign-in (routes/two_factor.c): a new session with a new token.
+    "two_factor_complete": "new session only",
     # The guard's own sliding refresh: it only moves a session's expiry later, and the worker
     # that ran it drops its own entry (ctx_cache_drop_session_local); elsewhere the cached,
     # earlier expiry can only end the session sooner, never let it live longer.

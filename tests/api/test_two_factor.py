@@ -298,3 +298,63 @@ def test_secret_is_sealed_and_never_shown_or_logged():
         text = open(log, encoding="utf-8", errors="replace").read()
         assert secret not in text and sealed not in text
         assert not any(code in text for code in codes)
+
+
+# ---- the organization policy: requireTwoFactorForAdmins ----
+
+def test_policy_requires_two_factor_of_admins_and_managers():
+    from orgs import new_org
+    org = new_org()
+    path = "/api/organizations/%s" % org.id
+    data = org.admin.get_json(path)["data"]
+    assert data["requireTwoFactorForAdmins"] is False
+    assert_error(org.admin.patch(path, json={"requireTwoFactorForAdmins": "yes"}), 400,
+                 "VALIDATION_ERROR")
+    assert org.admin.patch_json(path, {"requireTwoFactorForAdmins": True})["data"][
+        "requireTwoFactorForAdmins"] is True
+    oa, mgr = org.client("OrganizationAdmin"), org.client("Manager")
+    # Refused at once (the cached contexts were dropped before the PATCH answered), on the
+    # organization's routes: by path and by context.
+    for c in (oa, mgr):
+        assert_error(c.get("/api/mentorships"), 403, "TWO_FACTOR_REQUIRED")
+        assert_error(c.get("/api/users"), 403, "TWO_FACTOR_REQUIRED")
+        assert_error(c.get(path + "/users"), 403, "TWO_FACTOR_REQUIRED")
+    assert_error(oa.get(path), 403, "TWO_FACTOR_REQUIRED")
+    assert_error(oa.patch(path, json={"requireTwoFactorForAdmins": False}), 403,
+                 "TWO_FACTOR_REQUIRED")
+    # Coaches and Teachers, and the PlatformAdmin who is no member, are not concerned.
+    org.client("Coach").get_json("/api/mentorships")
+    org.client("Teacher").get_json("/api/mentorships")
+    org.admin.get_json(path + "/users")
+    # The auth and two-factor paths and the caller's own account stay open.
+    for c in (oa, mgr):
+        c.get_json("/api/users/me")
+        assert c.get("/api/auth/get-session").status_code == 200
+        c.get_json("/api/me/organizations")
+    # Turning two-factor on lifts the refusal at once.
+    secret, _ = enable(mgr)
+    assert_error(mgr.get("/api/mentorships"), 403, "TWO_FACTOR_REQUIRED")  # not verified yet
+    step = steady_step()
+    mgr.post_json(TF + "/verify-totp", {"code": hotp(secret, step)})
+    mgr.get_json("/api/mentorships")
+    mgr.get_json(path + "/users")
+    # Turning it off brings it back at once.
+    mgr.post_json(TF + "/disable", {"password": PASSWORD})
+    assert_error(mgr.get("/api/mentorships"), 403, "TWO_FACTOR_REQUIRED")
+    # The policy off: open again at once.
+    org.admin.patch_json(path, {"requireTwoFactorForAdmins": False})
+    oa.get_json("/api/mentorships")
+    oa.get_json(path)
+
+
+def test_policy_of_one_organization_does_not_reach_another():
+    from orgs import new_org
+    a, b = new_org(roles=("Manager",)), new_org(roles=())
+    c, u = a.client("Manager"), a.users["Manager"]
+    b.add_member("Manager", user=(None, u))
+    a.admin.patch_json("/api/organizations/%s" % a.id, {"requireTwoFactorForAdmins": True})
+    assert_error(c.get("/api/mentorships"), 403, "TWO_FACTOR_REQUIRED")
+    c.org(b.id)
+    c.get_json("/api/mentorships")
+    c.get_json("/api/organizations/%s/users" % b.id)
+    assert_error(c.get("/api/organizations/%s/users" % a.id), 403, "TWO_FACTOR_REQUIRED")
