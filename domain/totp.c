@@ -27,14 +27,14 @@ uint32_t totp_hotp(const uint8_t *key, size_t klen, uint64_t step, int digits)
     return bin % mod;
 }
 
-int64_t totp_verify(const uint8_t *key, size_t klen, const char *code, int64_t now,
+int64_t totp_verify(const uint8_t *key, size_t klen, const char *otp, int64_t now,
                     int64_t last_step)
 {
-    if (!code || strlen(code) != TOTP_DIGITS) return -1;
+    if (!otp || strlen(otp) != TOTP_DIGITS) return -1;
     uint32_t want = 0;
     for (int i = 0; i < TOTP_DIGITS; i++) {
-        if (code[i] < '0' || code[i] > '9') return -1;
-        want = want * 10 + (uint32_t)(code[i] - '0');
+        if (otp[i] < '0' || otp[i] > '9') return -1;
+        want = want * 10 + (uint32_t)(otp[i] - '0');
     }
     uint64_t cur = totp_step(now);
     int64_t found = -1;

@@ -28,10 +28,10 @@ static inline uint64_t totp_step(int64_t now)
 {
     return now < 0 ? 0 : (uint64_t)now / TOTP_PERIOD;
 }
-/* Checks a 6-digit code against the steps now-1, now, now+1 that are newer than `last_step`
+/* Checks a 6-digit code `otp` against the steps now-1, now, now+1 that are newer than `last_step`
  * (the last one used; -1: none). Returns the matching step, or -1. The code must be exactly six
  * ASCII digits. Every candidate is compared, in constant time. */
-int64_t totp_verify(const uint8_t *key, size_t klen, const char *code, int64_t now,
+int64_t totp_verify(const uint8_t *key, size_t klen, const char *otp, int64_t now,
                     int64_t last_step);
 
 /* Base32 (RFC 4648, upper case, no padding) of src[0..n) into out (NUL-terminated); out must

@@ -358,3 +358,70 @@ def test_policy_of_one_organization_does_not_reach_another():
     c.get_json("/api/mentorships")
     c.get_json("/api/organizations/%s/users" % b.id)
     assert_error(c.get("/api/organizations/%s/users" % a.id), 403, "TWO_FACTOR_REQUIRED")
+
+
+# ---- better-auth's own client (twoFactorClient), codes by the otpauth package ----
+
+def test_better_auth_two_factor_client():
+    import json
+    import subprocess
+    from helpers import BASE_URL
+    here = os.path.dirname(os.path.abspath(__file__))
+    for pkg in ("better-auth", "otpauth"):
+        assert os.path.isdir(os.path.join(here, "node_modules", pkg)), \
+            "run `npm ci` in tests/api first (scripts/test does)"
+    email = unique_email("batf")
+    p = subprocess.run(["node", os.path.join(here, "better_auth_two_factor.js"), BASE_URL,
+                        "http://trusted.example", email, PASSWORD],
+                       capture_output=True, text=True, timeout=120, cwd=here)
+    out = json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    assert p.returncode == 0 and out.get("ok"), (p.stdout, p.stderr)
+    s = out["steps"]
+    assert s["enable"] == {"backupCodes": 10, "algorithm": "SHA1", "digits": 6, "period": 30}
+    assert s["verifySetup"] == {"status": True}
+    assert s["signIn"] == {"twoFactorRedirect": True, "redirects": 1, "hasTwoFactorCookie": True,
+                           "hasSession": False}
+    assert s["verifyTotp"]["userEmail"] == email and s["sessionAfterTotp"] == email
+    assert s["verifyBackupCode"]["userEmail"] == email and s["sessionAfterBackup"] == email
+    assert s["backupAgain"]["status"] == 401, s["backupAgain"]
+    assert s["redirects"] == 3
+
+
+# ---- TWO_FACTOR_ENCRYPTION_KEY ----
+
+def test_malformed_key_is_refused_at_start():
+    from test_startup_config import coachd_env, run_coachd
+    for bad in ("abc", "g" * 64, "0" * 63):
+        rc, err, _ = run_coachd(coachd_env(TWO_FACTOR_ENCRYPTION_KEY=bad), timeout=10)
+        assert rc == 1, err[-2000:]
+        assert any("config:" in line and "TWO_FACTOR_ENCRYPTION_KEY" in line
+                   for line in err.splitlines()), err[-2000:]
+        assert bad not in err  # the key is never echoed
+
+
+def test_production_without_key_offers_no_setup():
+    import requests
+    from helpers import DATABASE_URL, MAIL_DIR, SESSION_COOKIE, free_port, second_coachd
+    c, _ = sign_up(email=unique_email("tfprod"))
+    cookie = {"Cookie": "%s=%s" % (SESSION_COOKIE, c.session_token)}
+    common = dict(DATABASE_URL=DATABASE_URL, APP_ENV="production", CLIENT_KEY="k",
+                  FRONTEND_URL="http://app.example", MAIL_DIR=MAIL_DIR,
+                  TRUSTED_ORIGINS="http://app.example")
+    port = free_port()
+    with second_coachd(PORT=port, PUBLIC_URL="http://127.0.0.1:%d" % port,
+                       TWO_FACTOR_ENCRYPTION_KEY=None, **common) as base:
+        r = requests.post(base + TF + "/enable", json={"password": PASSWORD}, headers=cookie,
+                          timeout=15)
+        err = assert_error(r, 503, "UNAVAILABLE")
+        assert "TWO_FACTOR_ENCRYPTION_KEY" in err["message"]
+    port = free_port()
+    key = os.urandom(32).hex()
+    with second_coachd(PORT=port, PUBLIC_URL="http://127.0.0.1:%d" % port,
+                       TWO_FACTOR_ENCRYPTION_KEY=key, **common) as base:
+        r = requests.post(base + TF + "/enable", json={"password": PASSWORD}, headers=cookie,
+                          timeout=15)
+        assert r.status_code == 200, r.text
+        secret = secret_of(r.json()["totpURI"])
+    # Sealed under that key: the development key of the main server does not open it.
+    err = assert_error(c.post(TF + "/get-totp-uri", json={"password": PASSWORD}), 500, "INTERNAL")
+    assert secret not in err["message"]
