@@ -389,6 +389,30 @@ int config_load(void)
             config_bad(guessable[i], NULL, why);
         }
     }
+    /* The key of two-factor secrets at rest: exactly 32 bytes as hex, never shown. */
+    cfg.two_factor_key_set = false;
+    const char *tfk = env("TWO_FACTOR_ENCRYPTION_KEY");
+    if (tfk) {
+        bool ok = strlen(tfk) == 64;
+        for (int i = 0; ok && i < 32; i++) {
+            unsigned v = 0;
+            for (int j = 0; j < 2; j++) {
+                char ch = tfk[2 * i + j];
+                int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                        : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                                 : -1;
+                if (d < 0) ok = false;
+                v = v * 16 + (unsigned)(d < 0 ? 0 : d);
+            }
+            cfg.two_factor_key[i] = (unsigned char)v;
+        }
+        if (ok)
+            cfg.two_factor_key_set = true;
+        else
+            config_bad("TWO_FACTOR_ENCRYPTION_KEY", NULL,
+                       "needs 64 hex digits (openssl rand -hex 32)");
+    }
     /* METRICS_PORT answers without a token: on an address other hosts reach, to all of them. */
     if (cfg.metrics_port &&
         (strcmp(cfg.metrics_host, "0.0.0.0") == 0 || strcmp(cfg.metrics_host, "::") == 0))

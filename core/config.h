@@ -58,6 +58,11 @@ typedef struct config {
      * (routes/context.c); in seconds, and as the text passed to the session statements. */
     double session_absolute_seconds;
     char session_absolute_text[32];
+    /* TWO_FACTOR_ENCRYPTION_KEY: 64 hex digits, the AES-256-GCM key of TOTP secrets at rest
+     * (routes/two_factor.c). Unset: development derives a fixed key, production offers no
+     * two-factor setup (503) until it is set. */
+    bool two_factor_key_set;
+    unsigned char two_factor_key[32];
 } config_t;
 
 /* STORAGE_SECRET's length (rt/storage.c); production refuses any other. */

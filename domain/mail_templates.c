@@ -352,3 +352,59 @@ int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mai
 {
     return render_session(lang, s, &cancelled_en, &cancelled_es, out);
 }
+
+/* ---- two-factor notices (routes/two_factor.c) ---- */
+
+static const tpl_t tf_enabled_en = {
+    "Two-factor sign-in is on",
+    "Hello,\n\n"
+    "Two-factor sign-in was turned on for your account: signing in now also asks for a code "
+    "from your authenticator app, or one of your backup codes.\n\n"
+    "If this was not you, reset your password right away and contact your administrator.",
+};
+static const tpl_t tf_enabled_es = {
+    "El inicio de sesión en dos pasos está activado",
+    "Hola:\n\n"
+    "Se activó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión se pedirá "
+    "también un código de tu aplicación de autenticación o uno de tus códigos de respaldo.\n\n"
+    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
+};
+static const tpl_t tf_disabled_en = {
+    "Two-factor sign-in is off",
+    "Hello,\n\n"
+    "Two-factor sign-in was turned off for your account: signing in asks only for your "
+    "password again, and every trusted device was forgotten.\n\n"
+    "If this was not you, reset your password right away and contact your administrator.",
+};
+static const tpl_t tf_disabled_es = {
+    "El inicio de sesión en dos pasos está desactivado",
+    "Hola:\n\n"
+    "Se desactivó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión solo se "
+    "pedirá tu contraseña, y se olvidaron todos los dispositivos de confianza.\n\n"
+    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
+};
+static const tpl_t tf_backup_en = {
+    "A backup code was used to sign in",
+    "Hello,\n\n"
+    "One of your two-factor backup codes was just used to sign in to your account. Each code "
+    "works once; create new ones in your account settings when few are left.\n\n"
+    "If this was not you, reset your password right away and contact your administrator.",
+};
+static const tpl_t tf_backup_es = {
+    "Se usó un código de respaldo para iniciar sesión",
+    "Hola:\n\n"
+    "Se acaba de usar uno de tus códigos de respaldo para iniciar sesión en tu cuenta. Cada "
+    "código sirve una sola vez; genera nuevos en la configuración de tu cuenta cuando queden "
+    "pocos.\n\n"
+    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
+};
+
+void mail_render_two_factor(const char *lang, mail_two_factor_t kind, mail_msg_t *out)
+{
+    bool es = is_es(lang);
+    const tpl_t *t = kind == MAIL_TWO_FACTOR_ENABLED    ? (es ? &tf_enabled_es : &tf_enabled_en)
+                     : kind == MAIL_TWO_FACTOR_DISABLED ? (es ? &tf_disabled_es : &tf_disabled_en)
+                                                        : (es ? &tf_backup_es : &tf_backup_en);
+    var_t vars[] = {{NULL, NULL}};
+    render_msg(lang, t, vars, out);
+}

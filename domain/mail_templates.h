@@ -47,3 +47,11 @@ int mail_render_invite(const char *lang, const char *link, const char *org_name,
 int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mail_msg_t *out);
 /* Notice that a session was cancelled. 0 or DOMAIN_EINVAL. */
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out);
+
+/* Two-factor notices to the account's owner. */
+typedef enum mail_two_factor {
+    MAIL_TWO_FACTOR_ENABLED,
+    MAIL_TWO_FACTOR_DISABLED,
+    MAIL_TWO_FACTOR_BACKUP_CODE_USED,
+} mail_two_factor_t;
+void mail_render_two_factor(const char *lang, mail_two_factor_t kind, mail_msg_t *out);

@@ -26,6 +26,7 @@
 #include "routes/context.h"
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
+#include "routes/two_factor.h"
 #include "rt/outbox.h"
 #include "rt/redis.h"
 
@@ -40,6 +41,7 @@ typedef struct auth_state {
     const char *user_id;
     const char *stored_hash;
     bool active;
+    bool two_factor;    /* the second step follows the password (routes/two_factor.c) */
     const char *token;  /* new session token: the cookie is set only once the session exists */
     const char *answer; /* the sign-in / sign-up answer, sent once an ended session is gone */
     size_t answer_len;
@@ -59,8 +61,8 @@ const char *auth_verify_link(http_req_t *req, const char *token, const char *cal
 /* Closes the open streams of session `session_id` of `user_id` on every worker (rt/streams hears
  * the control message) and drops its cached contexts everywhere, then done(req): a reply sent
  * from done() is never overtaken by the ended session passing on another worker. */
-static void end_session_then(http_req_t *req, const char *session_id, const char *user_id,
-                             void (*done)(http_req_t *req))
+void auth_end_session_then(http_req_t *req, const char *session_id, const char *user_id,
+                           void (*done)(http_req_t *req))
 {
     char *msg =
         arena_printf(&req->arena, "{\"type\":\"session-ended\",\"sessionId\":\"%s\"}", session_id);
@@ -73,7 +75,7 @@ static void end_session_then(http_req_t *req, const char *session_id, const char
 
 /* The hash of the session cookie the request carried (NULL: none): signing in ends that session,
  * whoever's it is (docs/security.md 7.2.4). */
-static const char *presented_session_hash(http_req_t *req)
+const char *auth_presented_session_hash(http_req_t *req)
 {
     const char *token = http_req_cookie(req, SESSION_COOKIE);
     if (!token || !token_is_wellformed(token)) return NULL;
@@ -103,8 +105,9 @@ static void signed_in(http_req_t *req, db_result_t *r, int ended_id_col, int end
     st->answer = arena_strndup(&req->arena, json, st->answer_len);
     const char *ended = db_get(r, 0, ended_id_col);
     if (ended) {
-        end_session_then(req, arena_strdup(&req->arena, ended),
-                         arena_strdup(&req->arena, db_get(r, 0, ended_user_col)), signed_in_reply);
+        auth_end_session_then(req, arena_strdup(&req->arena, ended),
+                              arena_strdup(&req->arena, db_get(r, 0, ended_user_col)),
+                              signed_in_reply);
         return;
     }
     signed_in_reply(req);
@@ -157,7 +160,7 @@ static void sign_up_on_hashed(http_req_t *req, void *data)
                             m.text,
                             m.html,
                             cfg.session_absolute_text,
-                            presented_session_hash(req)};
+                            auth_presented_session_hash(req)};
     /* The cookie waits for the insert: a 409 must not replace the caller's valid session. */
     st->token = arena_strdup(&req->arena, token);
     db_req_query(req, SQL_AUTH_SIGN_UP, 17, params, sign_up_on_insert);
@@ -206,13 +209,9 @@ static void sign_in_on_session(http_req_t *req, db_result_t *r)
     signed_in(req, r, AUTH_SIGN_IN_SESSION_ENDED_ID, AUTH_SIGN_IN_SESSION_ENDED_USER_ID);
 }
 
-static void sign_in_on_verified(http_req_t *req, void *data)
+static void sign_in_session(http_req_t *req)
 {
-    auth_state_t *st = data;
-    if (st->rc != 0 || !st->user_id || !st->active) {
-        http_reply_error(req, 401, "UNAUTHENTICATED", "Invalid email or password");
-        return;
-    }
+    auth_state_t *st = req->data;
     char session_id[IDS_UUID_LEN + 1], token[TOKEN_LEN + 1], token_h[TOKEN_HASH_LEN + 1];
     new_uuid(session_id);
     new_token(token, token_h);
@@ -222,9 +221,23 @@ static void sign_in_on_verified(http_req_t *req, void *data)
                             req->client_ip,
                             http_req_header(req, "User-Agent"),
                             cfg.session_absolute_text,
-                            presented_session_hash(req)};
+                            auth_presented_session_hash(req)};
     st->token = arena_strdup(&req->arena, token);
     db_req_query(req, SQL_AUTH_SIGN_IN_SESSION, 7, params, sign_in_on_session);
+}
+
+static void sign_in_on_verified(http_req_t *req, void *data)
+{
+    auth_state_t *st = data;
+    if (st->rc != 0 || !st->user_id || !st->active) {
+        http_reply_error(req, 401, "UNAUTHENTICATED", "Invalid email or password");
+        return;
+    }
+    if (st->two_factor) {
+        two_factor_sign_in(req, st->user_id, sign_in_session);
+        return;
+    }
+    sign_in_session(req);
 }
 
 static void verify_work(void *data)
@@ -248,6 +261,8 @@ static void sign_in_on_lookup(http_req_t *req, db_result_t *r)
         st->active = status && strcmp(status, "active") == 0;
         st->stored_hash =
             arena_strdup(&req->arena, db_get(r, 0, AUTH_SIGN_IN_LOOKUP_PASSWORD_HASH));
+        const char *tf = db_get(r, 0, AUTH_SIGN_IN_LOOKUP_TWO_FACTOR_ENABLED);
+        st->two_factor = tf && tf[0] == 't';
     }
     offload_run_kind(req, OFFLOAD_SIGN_IN, verify_work, sign_in_on_verified, st);
 }
@@ -287,7 +302,7 @@ static void sign_out_on_delete(http_req_t *req, db_result_t *r)
     cookie_clear_session(req);
     /* Streams held by this session close; the reply waits for the invalidation: a revoked
      * session must not pass on another worker after it. */
-    end_session_then(req, c->session_id, c->user_id, sign_out_reply);
+    auth_end_session_then(req, c->session_id, c->user_id, sign_out_reply);
 }
 
 static void sign_out(http_req_t *req)

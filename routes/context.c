@@ -197,6 +197,7 @@ _Static_assert(AUTH_PUBLIC == (int)PERM_AUTH_PUBLIC && AUTH_OPTIONAL == (int)PER
                "route auth levels are the rules' auth levels");
 
 static void on_caller_row(http_req_t *req, const ctx_row_t *r);
+static void two_factor_policy_then(http_req_t *req, bool enabled, bool org_requires);
 
 static void on_caller(http_req_t *req, db_result_t *r)
 {
@@ -279,6 +280,54 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
 
     a = perm_actor(c);
     if (!perm_allowed_or_replied(req, perm_guard_route(&a, &f))) return;
+    const char *tf = r->v[CONTEXT_CALLER_TWO_FACTOR_ENABLED];
+    const char *req_tf = r->v[CONTEXT_CALLER_ORG_REQUIRES_TWO_FACTOR];
+    two_factor_policy_then(req, tf && tf[0] == 't', req_tf && req_tf[0] == 't');
+}
+
+/* ---- the organization's two-factor policy ---- */
+
+static void reply_two_factor_required(http_req_t *req)
+{
+    http_reply_error(req, 403, "TWO_FACTOR_REQUIRED",
+                     "This organization requires two-factor sign-in of its OrganizationAdmins and "
+                     "Managers: turn it on with POST /api/auth/two-factor/enable");
+}
+
+static void on_org_policy(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    const char *v = db_nrows(r) == 1 ? db_get(r, 0, CONTEXT_ORG_POLICY_REQUIRED) : NULL;
+    if (v && v[0] == 't') {
+        reply_two_factor_required(req);
+        return;
+    }
+    finish_guard(req);
+}
+
+/* requireTwoFactorForAdmins: an OrganizationAdmin or Manager of the organization a route acts
+ * in, without two-factor on, gets 403 TWO_FACTOR_REQUIRED. The organization is the path's on
+ * /api/organizations/:id/... (read here, uncached), else the context's (AUTH_ORG, and
+ * ORG_OPTIONAL routes with one), whose policy and two-factor state are columns of the cached
+ * caller row: the organization PATCH invalidates 'o', two-factor changes invalidate 'u'. The
+ * auth and two-factor paths act in no organization, so they stay open. */
+static void two_factor_policy_then(http_req_t *req, bool enabled, bool org_requires)
+{
+    caller_t *c = context_caller(req);
+    const route_t *route = req->route;
+    static const char org_path[] = "/api/organizations/:id";
+    if (!enabled && strncmp(route->pattern, org_path, sizeof org_path - 1) == 0 &&
+        req->nparams > 0 && ids_is_uuid(http_req_param(req, 0))) {
+        const char *params[] = {http_req_param(req, 0), c->user_id};
+        db_req_query(req, SQL_CONTEXT_ORG_POLICY, 2, params, on_org_policy);
+        return;
+    }
+    bool in_org = c->org_id && (route->auth == AUTH_ORG || (route->flags & ROUTE_ORG_OPTIONAL));
+    if (!enabled && in_org && org_requires &&
+        (c->org_role == ROLE_ORG_ADMIN || c->org_role == ROLE_MANAGER)) {
+        reply_two_factor_required(req);
+        return;
+    }
     finish_guard(req);
 }
 

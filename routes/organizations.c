@@ -349,8 +349,11 @@ static void patch_org(http_req_t *req)
                                     "must be active, inactive, suspended or archived");
     const char *settings = field_settings(req, body, &v);
     const char *tz = field_timezone(req, body, "defaultTimezone", &v, true);
+    /* The two-factor policy for its OrganizationAdmins and Managers (routes/context.c). */
+    json_t *tf = json_object_get(body, "requireTwoFactorForAdmins");
+    if (tf && !json_is_boolean(tf)) verr_add(&v, "requireTwoFactorForAdmins", "must be a boolean");
     if (verr_reply(req, &v)) return;
-    const char *params[12];
+    const char *params[13];
     acc_params(req, params, id, ROLES_ADMIN);
     params[4] = name;
     params[5] = has_desc ? "t" : "f";
@@ -360,7 +363,8 @@ static void patch_org(http_req_t *req)
     params[9] = status;
     params[10] = settings;
     params[11] = tz;
-    db_req_query(req, SQL_ORG_PATCH, 12, params, on_org_changed);
+    params[12] = tf ? (json_is_true(tf) ? "t" : "f") : NULL;
+    db_req_query(req, SQL_ORG_PATCH, 13, params, on_org_changed);
 }
 
 static void delete_org(http_req_t *req)

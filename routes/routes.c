@@ -22,6 +22,7 @@ void routes_init(uv_loop_t *loop)
     routes_recovery_register();
     routes_account_register();
     routes_user_sessions_register();
+    routes_two_factor_register();
     routes_setup_register();
     routes_health_register();
     routes_organizations_register();

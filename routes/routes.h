@@ -15,6 +15,8 @@ void routes_recovery_register(void);
 void routes_account_register(void);
 /* The caller's own sessions: list and revoke (routes/user_sessions.c). */
 void routes_user_sessions_register(void);
+/* Two-factor sign-in: TOTP, backup codes, trusted devices (routes/two_factor.c). */
+void routes_two_factor_register(void);
 void routes_setup_register(void);
 void routes_health_register(void);
 /* The coachd_health_check_ok gauges for /metrics (routes/health.c): cached probe results only,
@@ -38,3 +40,10 @@ void routes_dev_pages_register(void);
 
 /* Verification link for a fresh email-verification token (routes/auth.c). */
 const char *auth_verify_link(http_req_t *req, const char *token, const char *callback);
+/* The hash of the session cookie the request carried, NULL when none: every way of signing in
+ * ends that session, whoever's it is (routes/auth.c). */
+const char *auth_presented_session_hash(http_req_t *req);
+/* Closes the streams of session_id (of user_id) and drops its cached contexts on every worker,
+ * then done(req) (routes/auth.c). */
+void auth_end_session_then(http_req_t *req, const char *session_id, const char *user_id,
+                           void (*done)(http_req_t *req));

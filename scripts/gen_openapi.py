@@ -240,7 +240,8 @@ def used(schemas, paths):
 
 # The reference page's table of contents: areas in the order a client meets them.
 TAG_GROUPS = [
-    ("Accounts", ["auth", "user_sessions", "account", "recovery", "me", "users", "push_tokens"]),
+    ("Accounts", ["auth", "user_sessions", "two_factor", "account", "recovery", "me", "users",
+                  "push_tokens"]),
     ("Organizations", ["organizations", "invites"]),
     ("Mentoring", ["mentorships", "sessions", "chat", "events"]),
     ("Files", ["files", "files_upload", "files_local"]),

@@ -36,8 +36,8 @@ SELECT auth_session_json(u::users, s::sessions) AS json,
 FROM u, s;
 
 -- name: auth_sign_in_lookup
--- columns: id, status, password_hash
-SELECT u.id, u.status, a.password_hash
+-- columns: id, status, password_hash, two_factor_enabled
+SELECT u.id, u.status, a.password_hash, u.two_factor_enabled
 FROM users u
 LEFT JOIN accounts a ON a.user_id = u.id
 WHERE u.email = $1;

@@ -52,7 +52,7 @@ SELECT (SELECT json_build_object('data', organization_json(o))
 -- name: org_patch
 -- columns: json, org_exists, my_role
 -- $5 name, $6/$7 description (flag, value), $8/$9 logo URL (flag, value), $10 status,
--- $11 settings, $12 time zone; NULL keeps a value.
+-- $11 settings, $12 time zone, $13 requireTwoFactorForAdmins; NULL keeps a value.
 WITH acc AS (SELECT * FROM organization_access($1::uuid, $2)),
 ok AS (SELECT org_id, my_role FROM acc WHERE $3::boolean OR my_role = ANY($4::text[])),
 u AS (
@@ -63,6 +63,7 @@ u AS (
         status = COALESCE($10, o.status),
         settings = COALESCE($11::jsonb, o.settings),
         default_timezone = COALESCE($12, o.default_timezone),
+        require_two_factor_for_admins = COALESCE($13::boolean, o.require_two_factor_for_admins),
         updated_at = now()
     FROM ok WHERE o.id = ok.org_id
     RETURNING o.*)

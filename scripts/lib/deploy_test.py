@@ -155,6 +155,7 @@ def env_overrides(storage_dir):
         "TRUSTED_ORIGINS": BASE,
         "CLIENT_KEY": CLIENT_KEY,
         "STORAGE_SECRET": secrets.token_hex(32),
+        "TWO_FACTOR_ENCRYPTION_KEY": secrets.token_hex(32),
         "SMTP_URL": "smtp://127.0.0.1:%d" % SMTP_PORT,
         "STORAGE_DIR": storage_dir,
         "VIDEO_APP_ID": "970ca35de60c44645bbae8a215061b33",
@@ -825,7 +826,8 @@ def main():
               and "127.0.0.1" in env.get("TRUSTED_PROXIES", "").split(","))
         with open(os.path.join(LOGS, "coachd.env"), "w") as f:
             f.write("".join("%s=%s\n" % kv for kv in sorted(env.items())
-                            if kv[0] not in ("CLIENT_KEY", "STORAGE_SECRET", "SETUP_TOKEN")))
+                            if kv[0] not in ("CLIENT_KEY", "STORAGE_SECRET", "SETUP_TOKEN",
+                                                 "TWO_FACTOR_ENCRYPTION_KEY")))
 
         config_refusal_check(env)
         database_checks(env)

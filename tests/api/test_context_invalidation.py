@@ -8,6 +8,7 @@ cached caller context. A new write that forgets fails here.
 Static reading of the sources, no server: a use site of SQL_<NAME> starts at the callback passed
 along with it (else at the function that holds it), and follows every function of the same file
 that the code mentions from there (calls and callbacks alike)."""
+import collections
 import glob
 import os
 import re
@@ -36,6 +37,8 @@ ALLOWED = {
     # in routes/auth.c signed_in (test_session_management.py shows it on another coachd). The
     # check here is per statement, and 's' does not cover the new user row, hence the entry.
     "auth_sign_up": "new user and session; the ended session is invalidated with 's'",
+    # The second step of a sign-in (routes/two_factor.c): a new session with a new token.
+    "two_factor_complete": "new session only",
     # The guard's own sliding refresh: it only moves a session's expiry later, and the worker
     # that ran it drops its own entry (ctx_cache_drop_session_local); elsewhere the cached,
     # earlier expiry can only end the session sooner, never let it live longer.
@@ -206,19 +209,26 @@ def starts_of(text, funcs, pos):
     return [holder] if holder else []
 
 
-def kinds_reached(funcs, start):
-    """The invalidation kinds of every ctx_invalidate_then* reachable from `start`."""
-    seen, todo, kinds = set(), [start], set()
+def kinds_reached(funcs, start, elsewhere=None):
+    """The invalidation kinds of every ctx_invalidate_then* reachable from `start`: through the
+    functions of its file (`funcs`), and through a function of another file (`elsewhere`: the
+    names defined in exactly one file, as auth_end_session_then of routes/auth.c)."""
+    elsewhere = elsewhere or {}
+    seen, todo, kinds = set(), [(funcs, start)], set()
     while todo:
-        name = todo.pop()
-        if name in seen or name not in funcs:
+        scope, name = todo.pop()
+        if name in seen or name not in scope:
             continue
         seen.add(name)
-        body = funcs[name][2]
+        body = scope[name][2]
         kinds |= set(INVALIDATE_RE.findall(body))
         for ident in set(re.findall(r"\b[A-Za-z_]\w*\b", body)):
-            if ident in funcs and ident not in seen:
-                todo.append(ident)
+            if ident in seen:
+                continue
+            if ident in scope:
+                todo.append((scope, ident))
+            elif ident in elsewhere:
+                todo.append((elsewhere[ident], ident))
     return kinds
 
 
@@ -236,6 +246,8 @@ def problems():
     fn_writes, triggers = sql_functions()
     texts = {p: open(p, encoding="utf-8").read() for p in sources()}
     funcs = {p: c_functions(t) for p, t in texts.items()}
+    defined = collections.Counter(n for f in funcs.values() for n in f)
+    elsewhere = {n: f for f in funcs.values() for n in f if defined[n] == 1}
     out, writers = [], set()
     for path in sorted(glob.glob(os.path.join(ROOT, "db", "queries", "*.sql"))):
         for name, _, _, sql in gen_queries.parse(path):
@@ -259,7 +271,7 @@ def problems():
                     out.append((name, "%s in %s: no function found around it" % (
                         const, os.path.relpath(p, ROOT))))
                 for start in starts:
-                    got = kinds_reached(funcs[p], start)
+                    got = kinds_reached(funcs[p], start, elsewhere)
                     missing = [t for t in sorted(hit) if not (KINDS[t] & got)]
                     if missing:
                         out.append((name, "%s (%s, from %s) writes %s and reaches no "

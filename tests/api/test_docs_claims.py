@@ -182,6 +182,13 @@ GATE_TABLE = [
     ("POST", "/api/files/{fileId}/attach", GATED),
     ("DELETE", "/api/files/{fileId}/attach/{objectType}/{objectId}", GATED),
     ("GET", "/api/files/mentorship/{mentorshipId}/attachments", GATED),
+    # two-factor (exempt: routes/two_factor.c); in this order, one setup of the caller
+    ("POST", "/api/auth/two-factor/enable", 200),
+    ("POST", "/api/auth/two-factor/get-totp-uri", 200),
+    ("POST", "/api/auth/two-factor/verify-totp", 401),
+    ("POST", "/api/auth/two-factor/verify-backup-code", 401),
+    ("POST", "/api/auth/two-factor/generate-backup-codes", 400),
+    ("POST", "/api/auth/two-factor/disable", 200),
     # last: they end the session (revoke-sessions every one of the user's, from a session of its
     # own: OWN_SESSION)
     ("POST", "/api/auth/sign-out", 200),
@@ -197,6 +204,12 @@ BODIES = {
     ("POST", "/api/users/me/push-tokens"): {"token": "ExponentPushToken[docs-gate]",
                                             "platform": "ios"},
     ("POST", "/api/setup/first-run"): {},
+    ("POST", "/api/auth/two-factor/enable"): {"password": PASSWORD},
+    ("POST", "/api/auth/two-factor/get-totp-uri"): {"password": PASSWORD},
+    ("POST", "/api/auth/two-factor/verify-totp"): {"code": "000000"},
+    ("POST", "/api/auth/two-factor/verify-backup-code"): {"code": "aaaaa-aaaaa"},
+    ("POST", "/api/auth/two-factor/generate-backup-codes"): {"password": PASSWORD},
+    ("POST", "/api/auth/two-factor/disable"): {"password": PASSWORD},
 }
 
 

@@ -11,6 +11,7 @@ from orgs import make_platform_admin
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 ORG_FIELDS = {"id", "name", "description", "logoUrl", "status", "settings", "defaultTimezone",
+              "requireTwoFactorForAdmins",
               "createdAt", "updatedAt"}
 
 

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from chat_fixtures import insert_messages
-from helpers import Client, psql, sign_up, unique_email
+from helpers import PASSWORD, Client, psql, sign_up, unique_email
 from ment_fixtures import iso, make_mentorship, make_session
 from orgs import Org, make_platform_admin
 
@@ -224,6 +224,8 @@ class World:
             body = {"notes": "role matrix"}
         elif action == "chat.post":
             body = {"body": "role matrix"}
+        elif action.startswith("auth.two-factor."):
+            body = {"password": PASSWORD}
         if action.startswith("stream."):
             r = client.request(row["method"], path, stream=True, timeout=10)
             r.close()

@@ -1,0 +1,147 @@
+/* Unit tests for domain/totp: RFC 6238 Appendix B (SHA-1), RFC 4226 Appendix D, the window and
+ * replay rule, base32, the sealed secret and backup codes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "domain/err.h"
+#include "domain/totp.h"
+
+static const uint8_t RFC_KEY[] = "12345678901234567890";
+
+/* RFC 6238 Appendix B, the SHA-1 rows: time -> 8-digit TOTP. */
+static void test_rfc6238_vectors(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t t;
+        uint32_t code;
+    } v[] = {
+        {59, 94287082},         {1111111109, 7081804},  {1111111111, 14050471},
+        {1234567890, 89005924}, {2000000000, 69279037}, {20000000000LL, 65353130},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        assert_int_equal(totp_hotp(RFC_KEY, 20, totp_step(v[i].t), 8), v[i].code);
+}
+
+/* RFC 4226 Appendix D: HOTP counters 0..9, 6 digits. */
+static void test_rfc4226_vectors(void **state)
+{
+    (void)state;
+    static const uint32_t want[] = {755224, 287082, 359152, 969429, 338314,
+                                    254676, 287922, 162583, 399871, 520489};
+    for (uint64_t c = 0; c < 10; c++)
+        assert_int_equal(totp_hotp(RFC_KEY, 20, c, 6), want[c]);
+}
+
+static void code_at(int64_t t, char out[7])
+{
+    snprintf(out, 7, "%06u", (unsigned)totp_hotp(RFC_KEY, 20, totp_step(t), 6));
+}
+
+static void test_verify_window_and_replay(void **state)
+{
+    (void)state;
+    int64_t now = 1234567890; /* step 41152263 */
+    int64_t step = (int64_t)totp_step(now);
+    char c[7];
+    code_at(now, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, -1), step);
+    /* Used once: the same step is refused afterwards. */
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, step), -1);
+    /* One step either side is accepted; two are not. */
+    code_at(now - 30, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, -1), step - 1);
+    code_at(now + 30, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, -1), step + 1);
+    code_at(now - 60, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, -1), -1);
+    code_at(now + 60, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, -1), -1);
+    /* A code of an older step than the last used one is refused too. */
+    code_at(now - 30, c);
+    assert_int_equal(totp_verify(RFC_KEY, 20, c, now, step), -1);
+    /* Shape: six digits exactly. */
+    assert_int_equal(totp_verify(RFC_KEY, 20, "12345", now, -1), -1);
+    assert_int_equal(totp_verify(RFC_KEY, 20, "1234567", now, -1), -1);
+    assert_int_equal(totp_verify(RFC_KEY, 20, "12a456", now, -1), -1);
+    assert_int_equal(totp_verify(RFC_KEY, 20, NULL, now, -1), -1);
+}
+
+static void test_base32(void **state)
+{
+    (void)state;
+    char out[64];
+    totp_base32_encode(RFC_KEY, 20, out);
+    assert_string_equal(out, "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ");
+    totp_base32_encode((const uint8_t *)"foobar", 6, out);
+    assert_string_equal(out, "MZXW6YTBOI"); /* RFC 4648 section 10, padding dropped */
+    uint8_t back[32];
+    assert_int_equal(totp_base32_decode("gezdgnbvgy3tqojqgezdgnbvgy3tqojq", back, sizeof back), 20);
+    assert_memory_equal(back, RFC_KEY, 20);
+    assert_int_equal(totp_base32_decode("MZXW6YTBOI======", back, sizeof back), 6);
+    assert_memory_equal(back, "foobar", 6);
+    assert_int_equal(totp_base32_decode("MZ1W", back, sizeof back), DOMAIN_EINVAL);
+    assert_int_equal(totp_base32_decode("GEZDGNBVGY3TQOJQ", back, 4), DOMAIN_ENOSPC);
+}
+
+static void test_seal_open(void **state)
+{
+    (void)state;
+    uint8_t key[TOTP_KEY_LEN], other[TOTP_KEY_LEN], nonce[12];
+    memset(key, 7, sizeof key);
+    memset(other, 8, sizeof other);
+    memset(nonce, 1, sizeof nonce);
+    char sealed[TOTP_SEALED_HEX_MAX + 1];
+    assert_int_equal(totp_seal(key, nonce, "user1", RFC_KEY, 20, sealed, sizeof sealed), 0);
+    assert_int_equal(strlen(sealed), 2 * (12 + 20 + 16));
+    /* The secret's bytes do not appear in the sealed text. */
+    assert_null(strstr(sealed, "3132333435"));
+    uint8_t out[64];
+    assert_int_equal(totp_open(key, "user1", sealed, out, sizeof out), 20);
+    assert_memory_equal(out, RFC_KEY, 20);
+    /* Another key, another user's row, or one changed character: refused. */
+    assert_int_equal(totp_open(other, "user1", sealed, out, sizeof out), DOMAIN_EINVAL);
+    assert_int_equal(totp_open(key, "user2", sealed, out, sizeof out), DOMAIN_EINVAL);
+    sealed[30] = sealed[30] == '0' ? '1' : '0';
+    assert_int_equal(totp_open(key, "user1", sealed, out, sizeof out), DOMAIN_EINVAL);
+    assert_int_equal(totp_open(key, "user1", "zz", out, sizeof out), DOMAIN_EINVAL);
+}
+
+static void test_backup_codes(void **state)
+{
+    (void)state;
+    uint8_t rnd[TOTP_BACKUP_RANDOM] = {0, 1, 2, 3, 4, 61, 62, 63, 247, 100};
+    char code[TOTP_BACKUP_CODE_LEN + 1];
+    assert_true(totp_backup_code(rnd, code));
+    assert_string_equal(code, "abcde-9ab9M");
+    rnd[3] = 248;
+    assert_false(totp_backup_code(rnd, code));
+    uint8_t key[TOTP_KEY_LEN];
+    memset(key, 3, sizeof key);
+    char h1[65], h2[65], h3[65];
+    totp_backup_hash(key, "u1", "abcde-9ab9M", h1);
+    totp_backup_hash(key, "u2", "abcde-9ab9M", h2);
+    totp_backup_hash(key, "u1", "abcde-9ab9N", h3);
+    assert_int_equal(strlen(h1), 64);
+    assert_string_not_equal(h1, h2);
+    assert_string_not_equal(h1, h3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rfc6238_vectors),
+        cmocka_unit_test(test_rfc4226_vectors),
+        cmocka_unit_test(test_verify_window_and_replay),
+        cmocka_unit_test(test_base32),
+        cmocka_unit_test(test_seal_open),
+        cmocka_unit_test(test_backup_codes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
