@@ -2,6 +2,7 @@
 send buffer, STREAM_SNDBUF, plus the stream's write queue, STREAM_MAX_PENDING) and then closes
 it, instead of letting the kernel's send buffer grow to megabytes (docs/reliability.md)."""
 import json
+import os
 import socket
 import time
 from urllib.parse import urlsplit
@@ -20,6 +21,17 @@ def publisher():
         return int(f.readline()[1:])
 
     return s, publish
+
+
+def wait_for_log(line, timeout):
+    """Waits until coachd's log (COACHD_LOG_FILE) holds `line`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(os.environ["COACHD_LOG_FILE"], encoding="utf-8", errors="replace") as f:
+            if line in f.read():
+                return
+        assert time.monotonic() < deadline, "no %r in the log within %d s" % (line, timeout)
+        time.sleep(0.1)
 
 
 def test_a_stream_that_is_not_read_is_closed_after_a_bounded_backlog():
@@ -47,6 +59,11 @@ def test_a_stream_that_is_not_read_is_closed_after_a_bounded_backlog():
                              separators=(",", ":"))
             publish("user:%s" % u["id"], msg)
             sent += len(msg)
+        # The server must have taken in what was published before the client reads: a reader
+        # that starts while the events are still arriving keeps up, and nothing needs closing
+        # (under load that read all 4 MiB and then waited on a stream left open). Its log line
+        # of the close is the sign.
+        wait_for_log("stream: closing slow or gone client user=%s " % u["id"], 30)
         # Now read: what the server kept for this client, then its close.
         got = 0
         deadline = time.monotonic() + 30
