@@ -132,6 +132,43 @@ static const tpl_t cancelled_es = {
     "Puedes consultar los detalles en la aplicación.",
 };
 
+/* Account notices (mail_render_account_notice): the subject and the first paragraph of each
+ * kind; account_notice_end_en / _es closes every one of them. No placeholders. */
+static const struct {
+    tpl_t en, es;
+} account_notices[MAIL_NOTICE_COUNT] = {
+    [MAIL_NOTICE_PASSWORD_CHANGED] =
+        {
+            {"Your password was changed",
+             "Hello,\n\n"
+             "The password of your account was just changed. Your other signed-in devices were "
+             "signed out."},
+            {"Tu contraseña se ha cambiado",
+             "Hola:\n\n"
+             "Se acaba de cambiar la contraseña de tu cuenta. Se cerró la sesión en tus otros "
+             "dispositivos."},
+        },
+    [MAIL_NOTICE_PASSWORD_RESET] =
+        {
+            {"Your password was reset",
+             "Hello,\n\n"
+             "The password of your account was just reset with a password-reset link. Every "
+             "other signed-in device was signed out."},
+            {"Tu contraseña se ha restablecido",
+             "Hola:\n\n"
+             "Se acaba de restablecer la contraseña de tu cuenta con un enlace de "
+             "restablecimiento. Se cerró la sesión en todos los demás dispositivos."},
+        },
+};
+static const char account_notice_end_en[] =
+    "\n\nIf this was you, there is nothing else to do. If it was not, reset your password right "
+    "away with \"Forgot password\" on the sign-in page, and contact your organization's "
+    "administrator.";
+static const char account_notice_end_es[] =
+    "\n\nSi fuiste tú, no tienes que hacer nada más. Si no, restablece tu contraseña cuanto "
+    "antes con \"¿Olvidaste tu contraseña?\" en la página de inicio de sesión y contacta con el "
+    "administrador de tu organización.";
+
 /* ---- Buffer ---------------------------------------------------------------------------- */
 
 static void sb_put_escaped(growbuf_t *b, const char *s, size_t n)
@@ -351,4 +388,20 @@ int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mai
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out)
 {
     return render_session(lang, s, &cancelled_en, &cancelled_es, out);
+}
+
+int mail_render_account_notice(const char *lang, mail_notice_t kind, mail_msg_t *out)
+{
+    if ((int)kind < 0 || kind >= MAIL_NOTICE_COUNT || account_notices[kind].en.subject == NULL)
+        return DOMAIN_EINVAL;
+    bool es = is_es(lang);
+    const tpl_t *t = es ? &account_notices[kind].es : &account_notices[kind].en;
+    growbuf_t body = GROWBUF_INIT;
+    growbuf_puts(&body, t->body);
+    growbuf_puts(&body, es ? account_notice_end_es : account_notice_end_en);
+    tpl_t whole = {t->subject, body.data};
+    var_t vars[] = {{NULL, NULL}};
+    render_msg(lang, &whole, vars, out);
+    free(body.data);
+    return 0;
 }

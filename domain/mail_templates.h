@@ -47,3 +47,17 @@ int mail_render_invite(const char *lang, const char *link, const char *org_name,
 int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mail_msg_t *out);
 /* Notice that a session was cancelled. 0 or DOMAIN_EINVAL. */
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out);
+
+/* Security notices about the account: a short mail telling the owner what just happened to
+ * their account, followed by the same closing paragraph for every kind ("if this was not you,
+ * reset your password with Forgot password on the sign-in page and contact your organization's
+ * administrator"). They carry no link, token, password or code. Adding a kind is one enum value
+ * here and one row (English and Spanish subject and sentence) in account_notices[] of
+ * mail_templates.c. */
+typedef enum mail_notice {
+    MAIL_NOTICE_PASSWORD_CHANGED, /* the password was changed while signed in */
+    MAIL_NOTICE_PASSWORD_RESET,   /* the password was reset with a reset link */
+    MAIL_NOTICE_COUNT
+} mail_notice_t;
+/* 0, or DOMAIN_EINVAL for a kind outside the enum. */
+int mail_render_account_notice(const char *lang, mail_notice_t kind, mail_msg_t *out);
