@@ -5,7 +5,8 @@
  * a process list or a shell history.
  *
  * The rules are POST /api/setup/first-run's: the same validation (email, a name of 1..201
- * characters split at its first space into parts of at most 100, a password of 8..128), the same
+ * characters split at its first space into parts of at most 100, a password of 8..128 that
+ * passes the rules of domain/pwpolicy.h), the same
  * argon2id hashing and id generator, the same statements (db/queries/setup.sql) in the same
  * transaction behind the same advisory lock, so a CLI run and an HTTP call cannot both create
  * an administrator. Migrations are applied first, as `coachd migrate` does.
@@ -34,6 +35,7 @@
 #include "db/db.h"
 #include "db/q_setup.h"
 #include "domain/password.h"
+#include "domain/pwpolicy.h"
 #include "domain/text.h"
 #include "domain/validate.h"
 #include "routes/common.h"
@@ -227,6 +229,13 @@ int cli_first_run(int argc, char **argv)
     if (!password_length_ok(password)) {
         free(password);
         return usage_error("the password must be 8 to 128 characters");
+    }
+    pwpolicy_rule_t rule = pwpolicy_check(password, fr.email, fr.first, fr.last);
+    if (rule != PWPOLICY_OK) {
+        memset(password, 0, strlen(password));
+        free(password);
+        fprintf(stderr, "coachd first-run: the password %s\n", pwpolicy_message(rule));
+        return 2;
     }
 
     if (config_load() != 0) return 1;

@@ -132,6 +132,78 @@ static const tpl_t cancelled_es = {
     "Puedes consultar los detalles en la aplicación.",
 };
 
+/* Account notices (mail_render_account_notice): the subject and the first paragraph of each
+ * kind; account_notice_end_en / _es closes every one of them. No placeholders. */
+static const struct {
+    tpl_t en, es;
+} account_notices[MAIL_NOTICE_COUNT] = {
+    [MAIL_NOTICE_PASSWORD_CHANGED] =
+        {
+            {"Your password was changed",
+             "Hello,\n\n"
+             "The password of your account was just changed. Your other signed-in devices were "
+             "signed out."},
+            {"Tu contraseña se ha cambiado",
+             "Hola:\n\n"
+             "Se acaba de cambiar la contraseña de tu cuenta. Se cerró la sesión en tus otros "
+             "dispositivos."},
+        },
+    [MAIL_NOTICE_PASSWORD_RESET] =
+        {
+            {"Your password was reset",
+             "Hello,\n\n"
+             "The password of your account was just reset with a password-reset link. Every "
+             "other signed-in device was signed out."},
+            {"Tu contraseña se ha restablecido",
+             "Hola:\n\n"
+             "Se acaba de restablecer la contraseña de tu cuenta con un enlace de "
+             "restablecimiento. Se cerró la sesión en todos los demás dispositivos."},
+        },
+    [MAIL_NOTICE_TWO_FACTOR_ENABLED] =
+        {
+            {"Two-factor sign-in is on",
+             "Hello,\n\n"
+             "Two-factor sign-in was turned on for your account: signing in now also asks for a "
+             "code from your authenticator app, or one of your backup codes."},
+            {"El inicio de sesión en dos pasos está activado",
+             "Hola:\n\n"
+             "Se activó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión se pedirá "
+             "también un código de tu aplicación de autenticación o uno de tus códigos de "
+             "respaldo."},
+        },
+    [MAIL_NOTICE_TWO_FACTOR_DISABLED] =
+        {
+            {"Two-factor sign-in is off",
+             "Hello,\n\n"
+             "Two-factor sign-in was turned off for your account: signing in asks only for your "
+             "password again, and every trusted device was forgotten."},
+            {"El inicio de sesión en dos pasos está desactivado",
+             "Hola:\n\n"
+             "Se desactivó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión solo "
+             "se pedirá tu contraseña, y se olvidaron todos los dispositivos de confianza."},
+        },
+    [MAIL_NOTICE_BACKUP_CODE_USED] =
+        {
+            {"A backup code was used to sign in",
+             "Hello,\n\n"
+             "One of your two-factor backup codes was just used to sign in to your account. Each "
+             "code works once; create new ones in your account settings when few are left."},
+            {"Se usó un código de respaldo para iniciar sesión",
+             "Hola:\n\n"
+             "Se acaba de usar uno de tus códigos de respaldo para iniciar sesión en tu cuenta. "
+             "Cada código sirve una sola vez; genera nuevos en la configuración de tu cuenta "
+             "cuando queden pocos."},
+        },
+};
+static const char account_notice_end_en[] =
+    "\n\nIf this was you, there is nothing else to do. If it was not, reset your password right "
+    "away with \"Forgot password\" on the sign-in page, and contact your organization's "
+    "administrator.";
+static const char account_notice_end_es[] =
+    "\n\nSi fuiste tú, no tienes que hacer nada más. Si no, restablece tu contraseña cuanto "
+    "antes con \"¿Olvidaste tu contraseña?\" en la página de inicio de sesión y contacta con el "
+    "administrador de tu organización.";
+
 /* ---- Buffer ---------------------------------------------------------------------------- */
 
 static void sb_put_escaped(growbuf_t *b, const char *s, size_t n)
@@ -353,58 +425,18 @@ int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mai
     return render_session(lang, s, &cancelled_en, &cancelled_es, out);
 }
 
-/* ---- two-factor notices (routes/two_factor.c) ---- */
-
-static const tpl_t tf_enabled_en = {
-    "Two-factor sign-in is on",
-    "Hello,\n\n"
-    "Two-factor sign-in was turned on for your account: signing in now also asks for a code "
-    "from your authenticator app, or one of your backup codes.\n\n"
-    "If this was not you, reset your password right away and contact your administrator.",
-};
-static const tpl_t tf_enabled_es = {
-    "El inicio de sesión en dos pasos está activado",
-    "Hola:\n\n"
-    "Se activó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión se pedirá "
-    "también un código de tu aplicación de autenticación o uno de tus códigos de respaldo.\n\n"
-    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
-};
-static const tpl_t tf_disabled_en = {
-    "Two-factor sign-in is off",
-    "Hello,\n\n"
-    "Two-factor sign-in was turned off for your account: signing in asks only for your "
-    "password again, and every trusted device was forgotten.\n\n"
-    "If this was not you, reset your password right away and contact your administrator.",
-};
-static const tpl_t tf_disabled_es = {
-    "El inicio de sesión en dos pasos está desactivado",
-    "Hola:\n\n"
-    "Se desactivó el inicio de sesión en dos pasos en tu cuenta: al iniciar sesión solo se "
-    "pedirá tu contraseña, y se olvidaron todos los dispositivos de confianza.\n\n"
-    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
-};
-static const tpl_t tf_backup_en = {
-    "A backup code was used to sign in",
-    "Hello,\n\n"
-    "One of your two-factor backup codes was just used to sign in to your account. Each code "
-    "works once; create new ones in your account settings when few are left.\n\n"
-    "If this was not you, reset your password right away and contact your administrator.",
-};
-static const tpl_t tf_backup_es = {
-    "Se usó un código de respaldo para iniciar sesión",
-    "Hola:\n\n"
-    "Se acaba de usar uno de tus códigos de respaldo para iniciar sesión en tu cuenta. Cada "
-    "código sirve una sola vez; genera nuevos en la configuración de tu cuenta cuando queden "
-    "pocos.\n\n"
-    "Si no fuiste tú, restablece tu contraseña de inmediato y avisa a tu administrador.",
-};
-
-void mail_render_two_factor(const char *lang, mail_two_factor_t kind, mail_msg_t *out)
+int mail_render_account_notice(const char *lang, mail_notice_t kind, mail_msg_t *out)
 {
+    if ((int)kind < 0 || kind >= MAIL_NOTICE_COUNT || account_notices[kind].en.subject == NULL)
+        return DOMAIN_EINVAL;
     bool es = is_es(lang);
-    const tpl_t *t = kind == MAIL_TWO_FACTOR_ENABLED    ? (es ? &tf_enabled_es : &tf_enabled_en)
-                     : kind == MAIL_TWO_FACTOR_DISABLED ? (es ? &tf_disabled_es : &tf_disabled_en)
-                                                        : (es ? &tf_backup_es : &tf_backup_en);
+    const tpl_t *t = es ? &account_notices[kind].es : &account_notices[kind].en;
+    growbuf_t body = GROWBUF_INIT;
+    growbuf_puts(&body, t->body);
+    growbuf_puts(&body, es ? account_notice_end_es : account_notice_end_en);
+    tpl_t whole = {t->subject, body.data};
     var_t vars[] = {{NULL, NULL}};
-    render_msg(lang, t, vars, out);
+    render_msg(lang, &whole, vars, out);
+    free(body.data);
+    return 0;
 }

@@ -48,10 +48,19 @@ int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mai
 /* Notice that a session was cancelled. 0 or DOMAIN_EINVAL. */
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out);
 
-/* Two-factor notices to the account's owner. */
-typedef enum mail_two_factor {
-    MAIL_TWO_FACTOR_ENABLED,
-    MAIL_TWO_FACTOR_DISABLED,
-    MAIL_TWO_FACTOR_BACKUP_CODE_USED,
-} mail_two_factor_t;
-void mail_render_two_factor(const char *lang, mail_two_factor_t kind, mail_msg_t *out);
+/* Security notices about the account: a short mail telling the owner what just happened to
+ * their account, followed by the same closing paragraph for every kind ("if this was not you,
+ * reset your password with Forgot password on the sign-in page and contact your organization's
+ * administrator"). They carry no link, token, password or code. Adding a kind is one enum value
+ * here and one row (English and Spanish subject and sentence) in account_notices[] of
+ * mail_templates.c. */
+typedef enum mail_notice {
+    MAIL_NOTICE_PASSWORD_CHANGED, /* the password was changed while signed in */
+    MAIL_NOTICE_PASSWORD_RESET,   /* the password was reset with a reset link */
+    MAIL_NOTICE_TWO_FACTOR_ENABLED,
+    MAIL_NOTICE_TWO_FACTOR_DISABLED,
+    MAIL_NOTICE_BACKUP_CODE_USED, /* a two-factor backup code completed a sign-in */
+    MAIL_NOTICE_COUNT
+} mail_notice_t;
+/* 0, or DOMAIN_EINVAL for a kind outside the enum. */
+int mail_render_account_notice(const char *lang, mail_notice_t kind, mail_msg_t *out);

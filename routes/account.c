@@ -1,7 +1,8 @@
 /*
  * The caller's own account: GET /api/users/me (the own-profile record) and
  * POST /api/users/me/password (change password: verify the current one, store the new one, end
- * every other session; the current session stays). The other sessions' open streams are closed
+ * every other session, the current session staying, and mail the owner a notice in the same
+ * statement). The other sessions' open streams are closed
  * through the user's control channel once the change committed. Wrong current passwords are
  * limited per user (PW_FAIL_POINTS per PW_FAIL_WINDOW seconds, counted in Redis), since each
  * attempt costs an argon2 verify and a stolen session must not guess the password.
@@ -22,6 +23,7 @@
 #include "routes/ctx_cache.h"
 #include "routes/routes.h"
 #include "rt/events.h"
+#include "rt/outbox.h"
 #include "rt/ratelimit.h"
 
 #define PW_FAIL_POINTS 5
@@ -74,6 +76,7 @@ static void pw_on_saved(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     caller_t *c = context_caller(req);
+    outbox_kick(); /* the "password changed" notice, queued by the statement */
     events_sessions_ended(c->user_id, c->session_id);
     static const char ok[] = "{\"success\":true}";
     ctx_invalidate_then_reply(req, 'u', c->user_id, 200, ok, sizeof(ok) - 1);
@@ -122,8 +125,9 @@ static void pw_on_worked(http_req_t *req, void *data)
         return;
     }
     caller_t *c = context_caller(req);
-    const char *params[] = {c->user_id, st->hash, c->session_id};
-    db_req_query(req, SQL_ACCOUNT_PASSWORD_SET, 3, params, pw_on_saved);
+    const char *params[9] = {c->user_id, st->hash, c->session_id};
+    account_notice_params(req, MAIL_NOTICE_PASSWORD_CHANGED, params + 3);
+    db_req_query(req, SQL_ACCOUNT_PASSWORD_SET, 9, params, pw_on_saved);
 }
 
 static void pw_on_loaded(http_req_t *req, db_result_t *r)
@@ -161,6 +165,8 @@ static void change_password(http_req_t *req)
     pw_state_t *st = arena_calloc(&req->arena, sizeof(*st));
     st->current = field_str(req, body, "currentPassword", &v, true, 1, 4096, false);
     st->next = field_password(req, body, "newPassword", &v, true);
+    caller_t *c = context_caller(req);
+    password_rules_add(&v, "newPassword", st->next, c->email, c->first_name, c->last_name);
     if (verr_reply(req, &v)) return;
     req->data = st;
     http_req_ref(req);

@@ -195,6 +195,7 @@ static void sign_up(http_req_t *req)
             (st->last && text_cp_count(st->last, strlen(st->last)) > 100))
             verr_add(&v, "name", "first and last name must be at most 100 characters each");
     }
+    password_rules_add(&v, "password", st->password, st->email, st->first, st->last);
     if (verr_reply(req, &v)) return;
     st->lang = resolve_lang(req, lang);
     req->data = st;

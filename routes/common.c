@@ -1,6 +1,7 @@
 /* Shared route helpers (see common.h). */
 #include "routes/common.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -14,7 +15,9 @@
 #include "routes/context.h"
 #include "rt/ratelimit.h"
 #include "domain/crypto.h"
+#include "domain/mail_templates.h"
 #include "domain/password.h"
+#include "domain/pwpolicy.h"
 #include "domain/text.h"
 #include "domain/urlcheck.h"
 #include "domain/validate.h"
@@ -210,7 +213,46 @@ const char *field_password(http_req_t *req, json_t *body, const char *key, verr_
         verr_add(v, key, "must be 8 to 128 characters");
         return NULL;
     }
+    if (pwpolicy_is_common(s)) {
+        verr_add(v, key, pwpolicy_message(PWPOLICY_COMMON));
+        return NULL;
+    }
     return s;
+}
+
+bool password_rules_add(verr_t *v, const char *key, const char *password, const char *email,
+                        const char *first, const char *last)
+{
+    pwpolicy_rule_t r = pwpolicy_check(password, email, first, last);
+    if (r == PWPOLICY_OK) return true;
+    verr_add(v, key, pwpolicy_message(r));
+    return false;
+}
+
+void account_notice_params(http_req_t *req, mail_notice_t kind, const char **params)
+{
+    mail_msg_t en = {0}, es = {0};
+    /* Only a kind outside the enum fails: a programming error. */
+    if (mail_render_account_notice("en", kind, &en) != 0 ||
+        mail_render_account_notice("es", kind, &es) != 0)
+        abort();
+    params[0] = arena_strdup(&req->arena, en.subject);
+    params[1] = arena_strdup(&req->arena, en.text);
+    params[2] = arena_strdup(&req->arena, en.html);
+    params[3] = arena_strdup(&req->arena, es.subject);
+    params[4] = arena_strdup(&req->arena, es.text);
+    params[5] = arena_strdup(&req->arena, es.html);
+    mail_msg_free(&en);
+    mail_msg_free(&es);
+}
+
+bool password_rules_or_reply(http_req_t *req, const char *key, const char *password,
+                             const char *email, const char *first, const char *last)
+{
+    verr_t v = {0};
+    if (password_rules_add(&v, key, password, email, first, last)) return true;
+    verr_reply(req, &v);
+    return false;
 }
 
 const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v)

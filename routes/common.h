@@ -10,6 +10,7 @@
 #include "core/buf.h"
 #include "core/http.h"
 #include "domain/ids.h"
+#include "domain/mail_templates.h"
 #include "domain/token.h"
 
 /* Validation failures collected for one 400 reply. */
@@ -32,9 +33,27 @@ const char *field_str(http_req_t *req, json_t *body, const char *key, verr_t *v,
                       size_t min_cp, size_t max_cp, bool trim);
 /* Valid email, lower-cased. */
 const char *field_email(http_req_t *req, json_t *body, const char *key, verr_t *v, bool required);
-/* Password of 8..128 code points, never trimmed. */
+/* Password of 8..128 code points, never trimmed, and not one of the 10,000 most common
+ * passwords (domain/pwpolicy.h). */
 const char *field_password(http_req_t *req, json_t *body, const char *key, verr_t *v,
                            bool required);
+/* The rest of the password rules, once the account's email and names are known (any may be
+ * NULL): the password must not contain the service's name, the email's local part or a part of
+ * it, nor the first or last name. password NULL (already refused): true. On a refusal records
+ * it under `key` and returns false; password_rules_or_reply() answers the 400 itself. */
+bool password_rules_add(verr_t *v, const char *key, const char *password, const char *email,
+                        const char *first, const char *last);
+bool password_rules_or_reply(http_req_t *req, const char *key, const char *password,
+                             const char *email, const char *first, const char *last);
+
+/* An account notice (domain/mail_templates.h, mail_notice_t) rendered in both languages into
+ * params[0..5] (English subject, text, html, then Spanish), copies in the request arena, for a
+ * statement that queues it in the same transaction as the change it tells of:
+ *     o AS (INSERT INTO outbox (kind, payload)
+ *           SELECT 'mail', mail_in_language(u.email, COALESCE(u.preferred_language, 'en'),
+ *                                           $4, $5, $6, $7, $8, $9) FROM users u WHERE ...)
+ * then outbox_kick() once the statement succeeded (docs/api.md "Account notices"). */
+void account_notice_params(http_req_t *req, mail_notice_t kind, const char **params);
 /* "en" / "es" or absent (NULL). */
 const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v);
 /* Relative path or URL under TRUSTED_ORIGINS / FRONTEND_URL (no open redirects); absent: NULL. */

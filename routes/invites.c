@@ -351,6 +351,8 @@ static void accept_on_check(http_req_t *req, db_result_t *r)
         http_reply_error(req, 409, "EMAIL_TAKEN", "An account with this email already exists");
         return;
     }
+    /* The account's email is the invite's, known only now. */
+    if (!password_rules_or_reply(req, "password", st->password, email, st->first, st->last)) return;
     offload_run_kind(req, OFFLOAD_ACCOUNT, hash_work, accept_on_hashed, st);
 }
 

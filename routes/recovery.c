@@ -155,6 +155,7 @@ static void reset_on_applied(http_req_t *req, db_result_t *r)
         reply_field_invalid(req, "token", "Invalid or expired token");
         return;
     }
+    outbox_kick(); /* the "password reset" notice, queued by the statement */
     /* The deleted sessions' open streams close on every worker. */
     caller_t *c = context_caller(req);
     events_sessions_ended(db_get(r, 0, RECOVERY_RESET_APPLY_USER_ID), c ? c->session_id : NULL);
@@ -179,8 +180,9 @@ static void reset_on_hashed(http_req_t *req, void *data)
     caller_t *c = context_caller(req);
     char th[TOKEN_HASH_LEN + 1];
     token_hash(st->token, th);
-    const char *params[] = {th, st->hash, c ? c->session_id : NULL};
-    db_req_query(req, SQL_RECOVERY_RESET_APPLY, 3, params, reset_on_applied);
+    const char *params[9] = {th, st->hash, c ? c->session_id : NULL};
+    account_notice_params(req, MAIL_NOTICE_PASSWORD_RESET, params + 3);
+    db_req_query(req, SQL_RECOVERY_RESET_APPLY, 9, params, reset_on_applied);
 }
 
 static void reset_on_check(http_req_t *req, db_result_t *r)
@@ -190,6 +192,13 @@ static void reset_on_check(http_req_t *req, db_result_t *r)
         reply_field_invalid(req, "token", "Invalid or expired token");
         return;
     }
+    /* The rules that need the account; the token stays usable after a refusal. */
+    rec_state_t *st = req->data;
+    if (!password_rules_or_reply(req, "newPassword", st->new_password,
+                                 db_get(r, 0, RECOVERY_RESET_CHECK_EMAIL),
+                                 db_get(r, 0, RECOVERY_RESET_CHECK_FIRST_NAME),
+                                 db_get(r, 0, RECOVERY_RESET_CHECK_LAST_NAME)))
+        return;
     offload_run_kind(req, OFFLOAD_PASSWORD, hash_work, reset_on_hashed, req->data);
 }
 

@@ -383,7 +383,7 @@ static void disable_after_password(http_req_t *req)
 {
     tf_state_t *st = req->data;
     mail_msg_t m = {0};
-    mail_render_two_factor(st->lang, MAIL_TWO_FACTOR_DISABLED, &m);
+    mail_render_account_notice(st->lang, MAIL_NOTICE_TWO_FACTOR_DISABLED, &m);
     const char *params[] = {st->user_id, m.subject, m.text, m.html};
     db_req_query(req, SQL_TWO_FACTOR_DISABLE, 4, params, disable_on_done);
     mail_msg_free(&m);
@@ -497,7 +497,7 @@ static void complete_sign_in(http_req_t *req)
     char step[24];
     snprintf(step, sizeof step, "%lld", st->step);
     mail_msg_t m = {0};
-    if (st->backup) mail_render_two_factor(st->lang, MAIL_TWO_FACTOR_BACKUP_CODE_USED, &m);
+    if (st->backup) mail_render_account_notice(st->lang, MAIL_NOTICE_BACKUP_CODE_USED, &m);
     const char *params[] = {st->challenge_h,
                             session_id,
                             st->user_id,
@@ -569,11 +569,11 @@ static void verify_code(http_req_t *req)
     char step[24];
     snprintf(step, sizeof step, "%lld", st->step);
     if (st->backup) {
-        mail_render_two_factor(st->lang, MAIL_TWO_FACTOR_BACKUP_CODE_USED, &m);
+        mail_render_account_notice(st->lang, MAIL_NOTICE_BACKUP_CODE_USED, &m);
         const char *params[] = {st->user_id, st->backup_h, m.subject, m.text, m.html};
         db_req_query(req, SQL_TWO_FACTOR_BACKUP_USE, 5, params, session_step_on_done);
     } else {
-        mail_render_two_factor(st->lang, MAIL_TWO_FACTOR_ENABLED, &m);
+        mail_render_account_notice(st->lang, MAIL_NOTICE_TWO_FACTOR_ENABLED, &m);
         const char *params[] = {st->user_id, step, m.subject, m.text, m.html};
         db_req_query(req, SQL_TWO_FACTOR_USE_STEP, 5, params, session_step_on_done);
     }

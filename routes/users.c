@@ -584,6 +584,7 @@ static void create_user(http_req_t *req)
     st->last = required_name(req, body, "lastName", &v);
     st->password = field_password(req, body, "password", &v, true);
     const char *lang = field_lang(req, body, "preferredLanguage", &v);
+    password_rules_add(&v, "password", st->password, st->email, st->first, st->last);
     if (verr_reply(req, &v)) return;
     st->lang = resolve_lang(req, lang);
     offload_run_kind(req, OFFLOAD_ACCOUNT, create_work, create_on_hashed, st);

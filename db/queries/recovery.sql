@@ -35,14 +35,18 @@ o AS (
 SELECT count(*) AS count FROM u;
 
 -- name: recovery_reset_check
--- columns: user_id
-SELECT user_id FROM verifications
-WHERE token_hash = $1 AND kind = 'password_reset' AND used_at IS NULL AND expires_at > now();
+-- columns: user_id, email, first_name, last_name
+-- The account a live reset token $1 belongs to, with what the password rules compare against.
+SELECT v.user_id, u.email, u.first_name, u.last_name
+FROM verifications v JOIN users u ON u.id = v.user_id
+WHERE v.token_hash = $1 AND v.kind = 'password_reset' AND v.used_at IS NULL
+  AND v.expires_at > now();
 
 -- name: recovery_reset_apply
 -- columns: user_id
--- Consumes the token $1, stores the new hash $2 and ends every other session of the user
--- (all but $3, the caller's own when signed in).
+-- Consumes the token $1, stores the new hash $2, ends every other session of the user
+-- (all but $3, the caller's own when signed in) and queues the "password reset" notice in the
+-- user's language ($4..$6 English, $7..$9 Spanish).
 WITH t AS (
     UPDATE verifications SET used_at = now()
     WHERE token_hash = $1 AND kind = 'password_reset' AND used_at IS NULL
@@ -55,7 +59,12 @@ a AS (
 d AS (
     DELETE FROM sessions
     WHERE user_id IN (SELECT user_id FROM t) AND id IS DISTINCT FROM $3::uuid
-    RETURNING user_id)
+    RETURNING user_id),
+o AS (
+    INSERT INTO outbox (kind, payload)
+    SELECT 'mail', mail_in_language(u.email, COALESCE(u.preferred_language, 'en'),
+                                    $4, $5, $6, $7, $8, $9)
+    FROM users u JOIN t ON t.user_id = u.id)
 SELECT user_id FROM t;
 
 -- name: recovery_verify

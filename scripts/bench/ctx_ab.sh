@@ -45,7 +45,7 @@ start "$A_BIN" 1
 email="ctxab-$(date +%s)-$$@example.com"
 jar="$LOGS/ctx_ab-cookies.txt"
 curl -sS -f -o /dev/null -c "$jar" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"$email\",\"password\":\"bench password 123\",\"name\":\"Bench User\"}" \
+    -d "{\"email\":\"$email\",\"password\":\"wrk load phrase 123\",\"name\":\"Bench User\"}" \
     "$BASE/api/auth/sign-up/email" || die "sign-up failed"
 export BENCH_COOKIE="auth.session_token=$(awk '$6 == "auth.session_token" {print $7}' "$jar")"
 export BENCH_DIR="$ROOT/scripts/bench" BENCH_CLIENT_KEY="$CLIENT_KEY"

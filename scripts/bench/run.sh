@@ -55,7 +55,7 @@ wait_http "$BASE/api/health" 30 "$coachd_pid" -H "X-Client-Key: $CLIENT_KEY" ||
 # The bench user: sign-up signs in and sets the session cookie.
 export BENCH_DIR="$ROOT/scripts/bench" BENCH_CLIENT_KEY="$CLIENT_KEY"
 BENCH_EMAIL="bench-$(date +%s)-$$@example.com"
-export BENCH_EMAIL BENCH_PASSWORD="bench password 123"
+export BENCH_EMAIL BENCH_PASSWORD="wrk load phrase 123"
 jar="$LOGS/cookies.txt"
 curl -sS -f -o /dev/null -c "$jar" -H 'Content-Type: application/json' \
     -d "{\"email\":\"$BENCH_EMAIL\",\"password\":\"$BENCH_PASSWORD\",\"name\":\"Bench User\"}" \

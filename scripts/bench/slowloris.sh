@@ -54,7 +54,7 @@ wait_http "$BASE/api/health" 30 "$coachd_pid" -H "X-Client-Key: $CLIENT_KEY" || 
 
 jar="$LOGS/slow-cookies.txt"
 curl -sS -f -o /dev/null -c "$jar" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"slow-$(date +%s)-$$@example.com\",\"password\":\"bench password 123\",\"name\":\"Slow Bench\"}" \
+    -d "{\"email\":\"slow-$(date +%s)-$$@example.com\",\"password\":\"wrk load phrase 123\",\"name\":\"Slow Bench\"}" \
     "$BASE/api/auth/sign-up/email" || die "sign-up failed"
 token="$(awk '$6 == "auth.session_token" {print $7}' "$jar")"
 export BENCH_DIR="$ROOT/scripts/bench" BENCH_COOKIE="auth.session_token=$token"

@@ -56,7 +56,7 @@ sync
 jar="$LOGS/uploads-cookies.txt"
 email="upbench-$(date +%s)-$$@example.com"
 curl -sS -f -o /dev/null -c "$jar" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"$email\",\"password\":\"bench password 123\",\"name\":\"Up Bench\"}" \
+    -d "{\"email\":\"$email\",\"password\":\"wrk load phrase 123\",\"name\":\"Up Bench\"}" \
     "$BASE/api/auth/sign-up/email" || die "sign-up failed"
 psql -X -q -d "$DATABASE_URL" -c "UPDATE users SET global_role = 'PlatformAdmin' WHERE email = '$email'"
 resp=$(curl -sS -b "$jar" -H 'Content-Type: application/json' \

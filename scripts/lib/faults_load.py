@@ -73,7 +73,7 @@ def signups():
         ph = phase()
         try:
             st, _, _ = request("POST", "/api/auth/sign-up/email",
-                               {"email": email, "password": "fault password 123", "name": "F"})
+                               {"email": email, "password": "hydrant ladder 123", "name": "F"})
         except OSError:
             st = "conn"
         count(ph, st)
@@ -121,7 +121,7 @@ def chat(setup):
 
 st, setc, _ = request("POST", "/api/auth/sign-up/email",
                       {"email": "fault-%s-reader@example.com" % a.run,
-                       "password": "fault password 123", "name": "R"})
+                       "password": "hydrant ladder 123", "name": "R"})
 assert st == 200, st
 signed_up.append("fault-%s-reader@example.com" % a.run)
 cookie = setc.split(";")[0]

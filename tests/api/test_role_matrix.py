@@ -188,7 +188,7 @@ class World:
             body = {"objectType": "mentorship", "objectId": self.ment[rel]}
         elif action == "users.create":
             body = {"email": unique_email("matrix"), "firstName": "Matrix", "lastName": "User",
-                    "password": "matrix-password-1"}
+                    "password": "grid cell secret 1"}
         elif action == "mentorship.status":
             body = {"status": "paused"}
         elif action == "session.confirm":

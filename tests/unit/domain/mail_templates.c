@@ -184,13 +184,48 @@ static void test_sessions(void **state)
     assert_int_equal(mail_render_session_scheduled("en", NULL, &m), DOMAIN_EINVAL);
 }
 
+static void test_account_notice(void **state)
+{
+    mail_msg_t m = {0};
+    (void)state;
+
+    assert_int_equal(mail_render_account_notice("en", MAIL_NOTICE_PASSWORD_CHANGED, &m), 0);
+    assert_well_formed(&m);
+    assert_string_equal(m.subject, "Your password was changed");
+    assert_contains(m.text, "was just changed");
+    assert_contains(m.text, "If it was not, reset your password");
+    assert_contains(m.html, "<html lang=\"en\">");
+    assert_contains(m.html, "&quot;Forgot password&quot;");
+    assert_null(strstr(m.text, "http"));
+    mail_msg_free(&m);
+
+    assert_int_equal(mail_render_account_notice("es", MAIL_NOTICE_PASSWORD_RESET, &m), 0);
+    assert_well_formed(&m);
+    assert_string_equal(m.subject, "Tu contraseña se ha restablecido");
+    assert_contains(m.text, "enlace de restablecimiento");
+    assert_contains(m.text, "contacta con el administrador");
+    assert_contains(m.html, "<html lang=\"es\">");
+    mail_msg_free(&m);
+
+    /* Every kind renders in both languages with the shared closing paragraph. */
+    for (int k = 0; k < MAIL_NOTICE_COUNT; k++) {
+        assert_int_equal(mail_render_account_notice("en", (mail_notice_t)k, &m), 0);
+        assert_contains(m.text, "contact your organization's administrator");
+        mail_msg_free(&m);
+        assert_int_equal(mail_render_account_notice("es", (mail_notice_t)k, &m), 0);
+        assert_contains(m.text, "administrador de tu organización");
+        mail_msg_free(&m);
+    }
+    assert_int_equal(mail_render_account_notice("en", MAIL_NOTICE_COUNT, &m), DOMAIN_EINVAL);
+    assert_int_equal(mail_render_account_notice("en", (mail_notice_t)-1, &m), DOMAIN_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_verification),
-        cmocka_unit_test(test_reset),
-        cmocka_unit_test(test_invite),
-        cmocka_unit_test(test_sessions),
+        cmocka_unit_test(test_verification),   cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_invite),         cmocka_unit_test(test_sessions),
+        cmocka_unit_test(test_account_notice),
     };
     return cmocka_run_group_tests_name("domain/mail_templates", tests, NULL, NULL);
 }
