@@ -4,7 +4,8 @@
  * every other session, the current session staying, and mail the owner a notice in the same
  * statement). The other sessions' open streams are closed
  * through the user's control channel once the change committed. Wrong current passwords are
- * limited per user (PW_FAIL_POINTS per PW_FAIL_WINDOW seconds, counted in Redis), since each
+ * limited per user (PW_FAIL_POINTS per PW_FAIL_WINDOW seconds, counted in Redis before the check
+ * and given back when it was right, so parallel guesses cannot pass together), since each
  * attempt costs an argon2 verify and a stolen session must not guess the password.
  */
 #include <string.h>
@@ -87,21 +88,6 @@ static const char *fail_key(http_req_t *req)
     return arena_printf(&req->arena, "rl:pw-change:%s", context_caller(req)->user_id);
 }
 
-/* The wrong password was counted (or Redis could not count it): answer the 400. */
-static void pw_on_counted(bool allowed, int retry_after, bool error, void *data)
-{
-    (void)allowed;
-    (void)retry_after;
-    http_req_t *req = data;
-    if (!http_req_gone(req)) {
-        if (error) log_warn("password-change limiter unavailable id=%s", req->id);
-        verr_t v = {0};
-        verr_add(&v, "currentPassword", "is incorrect");
-        verr_reply(req, &v);
-    }
-    http_req_unref(req);
-}
-
 static void pw_work(void *data)
 {
     pw_state_t *st = data;
@@ -116,10 +102,13 @@ static void pw_on_worked(http_req_t *req, void *data)
 {
     pw_state_t *st = data;
     if (st->verify_rc != 0) {
-        http_req_ref(req);
-        ratelimit_hit(fail_key(req), NULL, PW_FAIL_POINTS, PW_FAIL_WINDOW, pw_on_counted, req);
+        /* Counted before the check (change_password). */
+        verr_t v = {0};
+        verr_add(&v, "currentPassword", "is incorrect");
+        verr_reply(req, &v);
         return;
     }
+    ratelimit_refund(fail_key(req));
     if (st->hash_rc != 0) {
         http_reply_error(req, 500, "INTERNAL", "Could not store the password");
         return;
@@ -139,7 +128,7 @@ static void pw_on_loaded(http_req_t *req, db_result_t *r)
     offload_run_kind(req, OFFLOAD_PASSWORD, pw_work, pw_on_worked, st);
 }
 
-static void pw_on_peeked(bool allowed, int retry_after, bool error, void *data)
+static void pw_on_taken(bool allowed, int retry_after, bool error, void *data)
 {
     http_req_t *req = data;
     if (http_req_gone(req)) goto done;
@@ -170,7 +159,9 @@ static void change_password(http_req_t *req)
     if (verr_reply(req, &v)) return;
     req->data = st;
     http_req_ref(req);
-    ratelimit_peek(fail_key(req), PW_FAIL_POINTS, pw_on_peeked, req);
+    /* The attempt counts before the check, so parallel ones cannot all pass; a right password
+     * gives it back (pw_on_worked). */
+    ratelimit_hit(fail_key(req), NULL, PW_FAIL_POINTS, PW_FAIL_WINDOW, pw_on_taken, req);
 }
 
 static const route_t account_routes[] = {

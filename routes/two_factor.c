@@ -13,7 +13,9 @@
  * - disable {password}, generate-backup-codes {password}.
  * Wrong passwords share the account's limit of the password change (routes/account.c); wrong
  * codes are limited per user (TF_FAIL_POINTS per TF_FAIL_WINDOW) on top of the auth limiter
- * per IP and per user. Each TOTP step is accepted once per user (two_factors.last_step).
+ * per IP and per user. Both limits count each attempt before its check and give it back when it
+ * succeeded (ratelimit_refund), so parallel attempts cannot pass together before any failure is
+ * counted. Each TOTP step is accepted once per user (two_factors.last_step).
  */
 #include <stdio.h>
 #include <string.h>
@@ -121,18 +123,6 @@ static const char *pw_fail_key(http_req_t *req, const char *user_id)
     return arena_printf(&req->arena, "rl:pw-change:%s", user_id);
 }
 
-static void pw_on_counted(bool allowed, int retry_after, bool error, void *data)
-{
-    (void)allowed;
-    (void)retry_after;
-    http_req_t *req = data;
-    if (!http_req_gone(req)) {
-        if (error) log_warn("password limiter unavailable id=%s", req->id);
-        reply_field_invalid(req, "password", "is incorrect");
-    }
-    http_req_unref(req);
-}
-
 static void pw_work(void *data)
 {
     tf_state_t *st = data;
@@ -145,11 +135,11 @@ static void pw_on_worked(http_req_t *req, void *data)
 {
     tf_state_t *st = data;
     if (st->verify_rc != 0) {
-        http_req_ref(req);
-        ratelimit_hit(pw_fail_key(req, st->user_id), NULL, PW_FAIL_POINTS, PW_FAIL_WINDOW,
-                      pw_on_counted, req);
+        /* Counted before the check (pw_on_taken). */
+        reply_field_invalid(req, "password", "is incorrect");
         return;
     }
+    ratelimit_refund(pw_fail_key(req, st->user_id));
     st->after_password(req);
 }
 
@@ -184,7 +174,7 @@ static void load_state(http_req_t *req)
     db_req_query(req, SQL_TWO_FACTOR_STATE, 1, params, on_state);
 }
 
-static void pw_on_peeked(bool allowed, int retry_after, bool error, void *data)
+static void pw_on_taken(bool allowed, int retry_after, bool error, void *data)
 {
     http_req_t *req = data;
     if (http_req_gone(req)) goto done;
@@ -217,7 +207,9 @@ static void with_password(http_req_t *req, bool issuer, http_req_cb after)
     st->after_password = after;
     req->data = st;
     http_req_ref(req);
-    ratelimit_peek(pw_fail_key(req, st->user_id), PW_FAIL_POINTS, pw_on_peeked, req);
+    /* The attempt counts now; a right password gives it back (pw_on_worked). */
+    ratelimit_hit(pw_fail_key(req, st->user_id), NULL, PW_FAIL_POINTS, PW_FAIL_WINDOW, pw_on_taken,
+                  req);
 }
 
 /* ---- otpauth URI ---- */
@@ -438,25 +430,17 @@ static const char *tf_fail_key(http_req_t *req, const char *user_id)
     return arena_printf(&req->arena, "rl:2fa-fail:%s", user_id);
 }
 
-static void fail_on_counted(bool allowed, int retry_after, bool error, void *data)
-{
-    (void)allowed;
-    (void)retry_after;
-    http_req_t *req = data;
-    if (!http_req_gone(req)) {
-        if (error) log_warn("two-factor limiter unavailable id=%s", req->id);
-        http_reply_error(req, 401, "INVALID_CODE", "Invalid code");
-    }
-    http_req_unref(req);
-}
-
-/* A wrong code: counted against the user, then 401 INVALID_CODE. */
+/* A wrong code: it was counted against the user before the check (verify_limited). */
 static void reply_wrong_code(http_req_t *req)
 {
-    tf_state_t *st = req->data;
-    http_req_ref(req);
-    ratelimit_hit(tf_fail_key(req, st->user_id), NULL, TF_FAIL_POINTS, TF_FAIL_WINDOW,
-                  fail_on_counted, req);
+    http_reply_error(req, 401, "INVALID_CODE", "Invalid code");
+}
+
+/* Any other outcome of a counted attempt (a right code, no setup, a lost challenge): the
+ * attempt is given back. */
+static void tf_refund(http_req_t *req)
+{
+    ratelimit_refund(tf_fail_key(req, ((tf_state_t *)req->data)->user_id));
 }
 
 static void reply_bad_cookie(http_req_t *req)
@@ -474,12 +458,15 @@ static void complete_on_done(http_req_t *req, db_result_t *r)
     const char *json = db_get(r, 0, TWO_FACTOR_COMPLETE_JSON);
     const char *live = db_get(r, 0, TWO_FACTOR_COMPLETE_LIVE);
     if (!json) {
-        if (live && live[0] == 't')
+        if (live && live[0] == 't') {
             reply_wrong_code(req); /* the step was used meanwhile, or no such backup code */
-        else
+        } else {
+            tf_refund(req);
             reply_bad_cookie(req);
+        }
         return;
     }
+    tf_refund(req);
     if (st->backup) outbox_kick();
     cookie_set_session(req, st->session_token);
     cookie_set(req, TF_COOKIE, "", 0);
@@ -523,6 +510,7 @@ static void session_step_on_done(http_req_t *req, db_result_t *r)
         reply_wrong_code(req);
         return;
     }
+    tf_refund(req);
     static const char ok[] = "{\"status\":true}";
     if (!st->backup && db_get(r, 0, TWO_FACTOR_USE_STEP_ENABLED_NOW)[0] == 't') {
         outbox_kick();
@@ -539,6 +527,7 @@ static void verify_code(http_req_t *req)
     tf_state_t *st = req->data;
     if (!st->backup) {
         if (!st->sealed) {
+            tf_refund(req);
             http_reply_error(req, 400, "TOTP_NOT_ENABLED",
                              "Two-factor setup has not started: call /api/auth/two-factor/enable");
             return;
@@ -546,6 +535,7 @@ static void verify_code(http_req_t *req)
         uint8_t secret[64];
         int n = totp_open(tf_key, st->user_id, st->sealed, secret, sizeof secret);
         if (n < 0) {
+            tf_refund(req);
             log_error("two-factor secret of a user does not open with the configured key id=%s",
                       req->id);
             http_reply_error(req, 500, "INTERNAL", "Could not read the two-factor secret");
@@ -580,7 +570,7 @@ static void verify_code(http_req_t *req)
     mail_msg_free(&m);
 }
 
-static void fail_on_peeked(bool allowed, int retry_after, bool error, void *data)
+static void fail_on_taken(bool allowed, int retry_after, bool error, void *data)
 {
     http_req_t *req = data;
     if (http_req_gone(req)) goto done;
@@ -596,12 +586,14 @@ done:
     http_req_unref(req);
 }
 
-/* After the auth limiter (per IP and per user): the wrong-code limit of the user. */
+/* After the auth limiter (per IP and per user): the wrong-code limit of the user, counting
+ * this attempt now (a right code gives it back: tf_refund). */
 static void verify_limited(http_req_t *req)
 {
     tf_state_t *st = req->data;
     http_req_ref(req);
-    ratelimit_peek(tf_fail_key(req, st->user_id), TF_FAIL_POINTS, fail_on_peeked, req);
+    ratelimit_hit(tf_fail_key(req, st->user_id), NULL, TF_FAIL_POINTS, TF_FAIL_WINDOW,
+                  fail_on_taken, req);
 }
 
 static void verify_after_state(http_req_t *req)

@@ -122,3 +122,11 @@ void ratelimit_peek(const char *key, int points, ratelimit_cb cb, void *data)
     pd->points = points - 1;
     redis_command(on_reply, pd, "EVAL %s 1 %s", PEEK_SCRIPT, key);
 }
+
+static const char REFUND_SCRIPT[] = "if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then "
+                                    "return redis.call('DECR', KEYS[1]) end return 0";
+
+void ratelimit_refund(const char *key)
+{
+    redis_command(NULL, NULL, "EVAL %s 1 %s", REFUND_SCRIPT, key);
+}

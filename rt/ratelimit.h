@@ -27,3 +27,8 @@ void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *dat
 /* Reports whether fewer than `points` hits were counted on key in its current window, without
  * counting one (limits on failures: peek before the work, hit after a failure). */
 void ratelimit_peek(const char *key, int points, ratelimit_cb cb, void *data);
+/* Limits on failures whose check runs concurrently (a password or a code checked on the thread
+ * pool): count the attempt before the work with ratelimit_hit (so parallel attempts cannot all
+ * pass a peek before any failure is counted), then give it back once the attempt succeeded.
+ * Fire and forget; never below zero; the window's expiry stays. */
+void ratelimit_refund(const char *key);
