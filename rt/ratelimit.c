@@ -34,10 +34,6 @@ static const char COOLDOWN_SCRIPT[] =
     "return {0, t}";
 
 /* The count of a key without counting a hit, and its TTL. */
-static const char PEEK_SCRIPT[] = "local c = tonumber(redis.call('GET', KEYS[1]) or '0') "
-                                  "local t = redis.call('TTL', KEYS[1]) "
-                                  "return {c, t}";
-
 typedef struct pending {
     ratelimit_cb cb;
     ratelimit_keys_cb kcb; /* instead of cb: ratelimit_hit_keys */
@@ -111,16 +107,6 @@ void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *dat
     char s[16];
     snprintf(s, sizeof(s), "%d", seconds);
     redis_command(on_reply, pd, "EVAL %s 1 %s %s", COOLDOWN_SCRIPT, key, s);
-}
-
-void ratelimit_peek(const char *key, int points, ratelimit_cb cb, void *data)
-{
-    pending_t *pd = xcalloc(1, sizeof(*pd));
-    pd->cb = cb;
-    pd->data = data;
-    /* on_reply allows count <= points; a peek allows while fewer than `points` were counted. */
-    pd->points = points - 1;
-    redis_command(on_reply, pd, "EVAL %s 1 %s", PEEK_SCRIPT, key);
 }
 
 static const char REFUND_SCRIPT[] = "if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then "

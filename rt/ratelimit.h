@@ -24,11 +24,8 @@ void ratelimit_hit_keys(const char *key1, const char *key2, int points, int wind
                         ratelimit_keys_cb cb, void *data);
 /* Cooldown: starts it when not running (allowed), else reports the seconds left. */
 void ratelimit_cooldown(const char *key, int seconds, ratelimit_cb cb, void *data);
-/* Reports whether fewer than `points` hits were counted on key in its current window, without
- * counting one (limits on failures: peek before the work, hit after a failure). */
-void ratelimit_peek(const char *key, int points, ratelimit_cb cb, void *data);
 /* Limits on failures whose check runs concurrently (a password or a code checked on the thread
  * pool): count the attempt before the work with ratelimit_hit (so parallel attempts cannot all
- * pass a peek before any failure is counted), then give it back once the attempt succeeded.
+ * pass before any failure is counted), then give it back once the attempt succeeded.
  * Fire and forget; never below zero; the window's expiry stays. */
 void ratelimit_refund(const char *key);
