@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "cli/end_sessions.h"
 #include "cli/first_run.h"
 #include "cli/seed_demo.h"
 #include "core/config.h"
@@ -476,8 +477,9 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "first-run") == 0) return cli_first_run(argc - 1, argv + 1);
     if (strcmp(cmd, "seed-demo") == 0) return cli_seed_demo(argc - 1, argv + 1);
+    if (strcmp(cmd, "end-sessions") == 0) return cli_end_sessions(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
-        fprintf(stderr, "usage: coachd [serve|migrate|first-run|seed-demo|version]\n");
+        fprintf(stderr, "usage: coachd [serve|migrate|first-run|seed-demo|end-sessions|version]\n");
         return 2;
     }
     if (config_load() != 0) return 1;

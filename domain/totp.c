@@ -149,23 +149,59 @@ bool totp_backup_code(const uint8_t rnd[TOTP_BACKUP_RANDOM], char out[TOTP_BACKU
     size_t o = 0;
     for (int i = 0; i < TOTP_BACKUP_RANDOM; i++) {
         if (rnd[i] >= 248) return false; /* 248 = 4 * 62: keeps the pick uniform */
-        if (i == 5) out[o++] = '-';
+        if (i > 0 && i % TOTP_BACKUP_GROUP == 0) out[o++] = '-';
         out[o++] = ALNUM[rnd[i] % 62];
     }
     out[o] = '\0';
     return true;
 }
 
-void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static bool is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool totp_backup_normalize(const char *typed, char out[TOTP_BACKUP_CHARS + 1])
+{
+    size_t b = 0, e = strlen(typed), n = 0;
+    while (b < e && is_space(typed[b]))
+        b++;
+    while (e > b && is_space(typed[e - 1]))
+        e--;
+    for (size_t i = b; i < e; i++) {
+        if (typed[i] == '-') continue;
+        if (!is_alnum(typed[i]) || n == TOTP_BACKUP_CHARS) {
+            out[0] = '\0';
+            return false;
+        }
+        out[n++] = typed[i];
+    }
+    out[n] = '\0';
+    if (n != TOTP_BACKUP_CHARS) {
+        out[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+bool totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65])
 {
-    size_t ul = strlen(user_id), cl = strlen(backup);
+    char code[TOTP_BACKUP_CHARS + 1];
+    bool ok = totp_backup_normalize(backup, code);
+    size_t ul = strlen(user_id), cl = strlen(code);
     char msg[256];
-    if (ul + 1 + cl >= sizeof msg) cl = sizeof msg - ul - 2;
+    if (ul > sizeof msg - 2 - TOTP_BACKUP_CHARS) ul = sizeof msg - 2 - TOTP_BACKUP_CHARS;
     memcpy(msg, user_id, ul);
     msg[ul] = ':';
-    memcpy(msg + ul + 1, backup, cl);
+    memcpy(msg + ul + 1, code, cl);
     uint8_t mac[CRYPTO_SHA256_LEN];
     crypto_hmac_sha256(key, TOTP_KEY_LEN, msg, ul + 1 + cl, mac);
     crypto_hex_encode(mac, sizeof mac, out);
+    return ok;
 }

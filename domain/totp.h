@@ -18,8 +18,12 @@
 /* Sealed secret: 12-byte nonce, ciphertext, 16-byte tag, as lower-case hex. */
 #define TOTP_SEALED_HEX_MAX (2 * (12 + 64 + 16))
 #define TOTP_BACKUP_CODES 10
-#define TOTP_BACKUP_CODE_LEN 11 /* "xxxxx-xxxxx" */
-#define TOTP_BACKUP_RANDOM 10   /* random bytes per code: one per character */
+/* A backup code is 20 characters of [A-Za-z0-9] (20 log2 62 = 119 bits, above the 112 that let a
+ * keyed fast hash stand in for a password hash), shown as four groups of five. */
+#define TOTP_BACKUP_CHARS 20
+#define TOTP_BACKUP_GROUP 5
+#define TOTP_BACKUP_CODE_LEN 23 /* "xxxxx-xxxxx-xxxxx-xxxxx" */
+#define TOTP_BACKUP_RANDOM 20   /* random bytes per code: one per character */
 
 /* HOTP value of counter `step` under key[0..klen): 0..999999. */
 uint32_t totp_hotp(const uint8_t *key, size_t klen, uint64_t step, int digits);
@@ -51,11 +55,18 @@ int totp_seal(const uint8_t key[TOTP_KEY_LEN], const uint8_t nonce[12], const ch
 int totp_open(const uint8_t key[TOTP_KEY_LEN], const char *aad, const char *sealed, uint8_t *out,
               size_t outsz);
 
-/* A backup code "xxxxx-xxxxx" of [A-Za-z0-9] from TOTP_BACKUP_RANDOM random bytes (rejection
- * sampling is not needed for a uniform pick: each byte is reduced from 0..247, a multiple of
- * 62, the caller redraws bytes of 248 and above; see totp_backup_code). Returns false when a
- * byte is out of range (the caller draws again). */
+/* A backup code "xxxxx-xxxxx-xxxxx-xxxxx" of [A-Za-z0-9] from TOTP_BACKUP_RANDOM random bytes
+ * (rejection sampling is not needed for a uniform pick: each byte is reduced from 0..247, a
+ * multiple of 62, the caller redraws bytes of 248 and above; see totp_backup_code). Returns false
+ * when a byte is out of range (the caller draws again). */
 bool totp_backup_code(const uint8_t rnd[TOTP_BACKUP_RANDOM], char out[TOTP_BACKUP_CODE_LEN + 1]);
-/* The stored form of a backup code: hex HMAC-SHA256(key, user_id ":" code), 64 characters. */
-void totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
+/* The code as typed, without its surrounding white space and without dashes (anywhere), into
+ * out: false unless that leaves exactly TOTP_BACKUP_CHARS letters and digits. Case-sensitive:
+ * the alphabet has both cases. */
+bool totp_backup_normalize(const char *typed, char out[TOTP_BACKUP_CHARS + 1]);
+/* The stored form of a backup code: hex HMAC-SHA256(key, user_id ":" code), 64 characters, over
+ * the code's normalized form (totp_backup_normalize), so a code typed with or without its dashes
+ * has one hash. A `backup` that does not normalize is hashed as the empty code, which no stored
+ * hash matches, and false is returned. */
+bool totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65]);

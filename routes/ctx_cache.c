@@ -422,6 +422,16 @@ static void format_msg(char out[MSG_MAX], char kind, const char *value)
     if (n < 0 || n >= MSG_MAX || !value || !*value) snprintf(out, MSG_MAX, "*");
 }
 
+int ctx_invalidation_message(char *out, size_t cap, char kind, const char *value)
+{
+    char msg[MSG_MAX];
+    format_msg(msg, kind, value);
+    /* A sender id of ID_LEN zeros: well-formed for on_invalidation, and nonce 0 is never
+     * acknowledged. */
+    int n = snprintf(out, cap, "%0*d 0 %s", ID_LEN, 0, msg);
+    return n < 0 || (size_t)n >= cap ? -1 : n;
+}
+
 /* Without waiting (a failed write's reply, where nothing may have changed). */
 static void invalidate(char kind, const char *value)
 {

@@ -97,6 +97,11 @@ void ctx_cache_drop_session_local(const char *session_id);
  * overtaken. done is skipped when the client has gone. */
 void ctx_invalidate_then(http_req_t *req, char kind, const char *value,
                          void (*done)(http_req_t *req));
+/* The message a process that is not a worker (an operator command, cli/end_sessions.c)
+ * PUBLISHes on CTX_CHANNEL to drop (kind, value) on every worker, as above; a NULL or empty value
+ * drops everything. It asks for no acknowledgement (the sender has no worker id: nonce 0). The
+ * length written, or -1 when `cap` is too small. */
+int ctx_invalidation_message(char *out, size_t cap, char kind, const char *value);
 /* ctx_invalidate_then, then replies `json` (copied) with `status`; json NULL replies 500. */
 void ctx_invalidate_then_reply(http_req_t *req, char kind, const char *value, int status,
                                const char *json, size_t len);

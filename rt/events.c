@@ -254,7 +254,7 @@ void events_publish(const char *organization_id, const char *mentorship_id, cons
 void events_control(const char *user_id, const char *json)
 {
     char chan[96];
-    snprintf(chan, sizeof(chan), "user:%s:control", user_id);
+    snprintf(chan, sizeof(chan), EVENTS_CONTROL_CHANNEL_FMT, user_id);
     redis_publish(chan, json, strlen(json));
 }
 
@@ -265,6 +265,6 @@ void events_sessions_ended(const char *user_id, const char *keep_session_id)
         snprintf(msg, sizeof(msg), "{\"type\":\"sessions-ended\",\"keepSessionId\":\"%s\"}",
                  keep_session_id);
     else
-        snprintf(msg, sizeof(msg), "{\"type\":\"sessions-ended\"}");
+        snprintf(msg, sizeof(msg), "%s", EVENTS_SESSIONS_ENDED_ALL);
     events_control(user_id, msg);
 }

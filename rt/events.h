@@ -51,6 +51,10 @@ void events_publish_to(const char *organization_id, const char *mentorship_id,
  * runs on the loop in between, so no other event can come between a batch's. */
 void events_batch_begin(void);
 void events_batch_end(void);
+/* The control channel of a user (snprintf with the user id), and the message that ends every
+ * stream of theirs; for a process without the loop's Redis (cli/end_sessions.c). */
+#define EVENTS_CONTROL_CHANNEL_FMT "user:%s:control"
+#define EVENTS_SESSIONS_ENDED_ALL "{\"type\":\"sessions-ended\"}"
 /* Stream control message for one user (see above). */
 void events_control(const char *user_id, const char *json);
 /* Ends the open streams of every session of the user except keep_session_id (NULL: all). */

@@ -36,3 +36,18 @@ SELECT count(*) AS count FROM d;
 -- Ends every session of user $1 (the caller's own, or, from PATCH-status staff, another user's).
 WITH d AS (DELETE FROM sessions WHERE user_id = $1 RETURNING 1)
 SELECT count(*) AS count FROM d;
+
+-- name: user_sessions_end_every
+-- columns: user_id, count
+-- `coachd end-sessions --all` (cli/end_sessions.c): ends every session of every user; one row
+-- per user who had one, with how many.
+WITH d AS (DELETE FROM sessions RETURNING user_id)
+SELECT user_id, count(*) AS count FROM d GROUP BY user_id ORDER BY user_id;
+
+-- name: user_sessions_end_email
+-- columns: =user_sessions_end_every
+-- `coachd end-sessions --email`: ends every session of the user whose (lower-cased) email is $1;
+-- one row with how many, none when no user has that email.
+WITH u AS (SELECT id FROM users WHERE email = $1),
+d AS (DELETE FROM sessions WHERE user_id IN (SELECT id FROM u) RETURNING 1)
+SELECT u.id AS user_id, (SELECT count(*) FROM d) AS count FROM u;

@@ -61,6 +61,12 @@ ALLOWED = {
     "demo_organizations": "new organizations only",
     "demo_members": "the new users' memberships, current organizations and invites only",
     "demo_invites": "pending invites for addresses without an account",
+    # coachd end-sessions (cli/end_sessions.c), an operator command outside the server: after
+    # the commit it publishes the invalidation itself on CTX_CHANNEL (ctx_invalidation_message:
+    # 'u' for the account, everything for --all). test_end_sessions_cli.py shows a running
+    # coachd refusing the cached contexts at the next request.
+    "user_sessions_end_every": "operator command; publishes the invalidation itself",
+    "user_sessions_end_email": "operator command; publishes the invalidation itself",
 }
 
 WRITE_RE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:ONLY\s+)?([a-z_][a-z0-9_]*)",

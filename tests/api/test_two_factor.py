@@ -83,7 +83,7 @@ def test_enable_then_verify_turns_it_on(mail):
     assert_error(Client().post(TF + "/enable", json={"password": PASSWORD}), 401)
     secret, codes = enable(c)
     for code in codes:
-        assert re.fullmatch(r"[A-Za-z0-9]{5}-[A-Za-z0-9]{5}", code), code
+        assert re.fullmatch(r"[A-Za-z0-9]{5}(-[A-Za-z0-9]{5}){3}", code), code
     # Not on before the first accepted code: the sign-in is a normal one.
     assert psql_value("SELECT two_factor_enabled FROM users WHERE id = :'u'", u=user["id"]) == "f"
     sign_in(email)
@@ -224,6 +224,27 @@ def test_backup_code_single_use(mail):
                   u=user["id"])
     assert len(stored) == 8
     assert not any(code in str(stored) for code in codes)
+
+
+def test_backup_code_typed_without_dashes_or_with_spaces_and_case_sensitive():
+    """A code is 20 letters and digits (about 119 bits, ASVS 6.5.2): typed without its dashes or
+    with white space around it, it is the same code; in the other case it is another one."""
+    _, user, _, codes, _ = user_with_two_factor()
+    assert all(len(code.replace("-", "")) == 20 for code in codes)
+    c = start_sign_in(user["email"])
+    assert_error(c.post(TF + "/verify-backup-code", json={"code": codes[0].swapcase()}), 401,
+                 "INVALID_CODE")
+    assert_error(c.post(TF + "/verify-backup-code", json={"code": codes[0][:-1]}), 401,
+                 "INVALID_CODE")
+    body = c.post_json(TF + "/verify-backup-code",
+                       {"code": "  %s \n" % codes[0].replace("-", "")})
+    assert body["user"]["id"] == user["id"]
+    c2 = start_sign_in(user["email"])
+    assert c2.post_json(TF + "/verify-backup-code", {"code": "\t" + codes[1] + " "})["user"]
+    # Spent, whichever way it was typed.
+    c3 = start_sign_in(user["email"])
+    assert_error(c3.post(TF + "/verify-backup-code", json={"code": codes[0]}), 401,
+                 "INVALID_CODE")
 
 
 def test_generate_backup_codes_replaces_the_old_ones():

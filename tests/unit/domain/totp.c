@@ -116,21 +116,64 @@ static void test_seal_open(void **state)
 static void test_backup_codes(void **state)
 {
     (void)state;
-    uint8_t rnd[TOTP_BACKUP_RANDOM] = {0, 1, 2, 3, 4, 61, 62, 63, 247, 100};
+    uint8_t rnd[TOTP_BACKUP_RANDOM] = {0,  1,  2,  3,  4,  61, 62, 63, 247, 100,
+                                       25, 26, 51, 52, 60, 5,  6,  7,  8,   9};
     char code[TOTP_BACKUP_CODE_LEN + 1];
     assert_true(totp_backup_code(rnd, code));
-    assert_string_equal(code, "abcde-9ab9M");
-    rnd[3] = 248;
+    assert_string_equal(code, "abcde-9ab9M-zAZ08-fghij");
+    assert_int_equal(strlen(code), TOTP_BACKUP_CODE_LEN);
+    rnd[13] = 248;
     assert_false(totp_backup_code(rnd, code));
+    /* Every byte picks one character: twenty of 62 are above the 112 bits of ASVS 6.5.2. */
+    assert_int_equal(TOTP_BACKUP_RANDOM, TOTP_BACKUP_CHARS);
+    assert_true(TOTP_BACKUP_CHARS * 5.9541963 >= 112.0); /* log2(62) */
     uint8_t key[TOTP_KEY_LEN];
     memset(key, 3, sizeof key);
-    char h1[65], h2[65], h3[65];
-    totp_backup_hash(key, "u1", "abcde-9ab9M", h1);
-    totp_backup_hash(key, "u2", "abcde-9ab9M", h2);
-    totp_backup_hash(key, "u1", "abcde-9ab9N", h3);
+    char h1[65], h2[65], h3[65], h4[65];
+    assert_true(totp_backup_hash(key, "u1", "abcde-9ab9M-zAZ08-fghij", h1));
+    assert_true(totp_backup_hash(key, "u2", "abcde-9ab9M-zAZ08-fghij", h2));
+    assert_true(totp_backup_hash(key, "u1", "abcde-9ab9M-zAZ08-fghik", h3));
     assert_int_equal(strlen(h1), 64);
     assert_string_not_equal(h1, h2);
     assert_string_not_equal(h1, h3);
+    /* Case-sensitive: the other case is another code. */
+    assert_true(totp_backup_hash(key, "u1", "abcde-9ab9M-zaz08-fghij", h4));
+    assert_string_not_equal(h1, h4);
+    /* Typed without the dashes, with spaces around: the same hash. */
+    assert_true(totp_backup_hash(key, "u1", "  abcde9ab9MzAZ08fghij \n", h4));
+    assert_string_equal(h1, h4);
+    assert_true(totp_backup_hash(key, "u1", "abcde9ab9M-zAZ08fghij", h4));
+    assert_string_equal(h1, h4);
+}
+
+static void test_backup_normalize(void **state)
+{
+    (void)state;
+    char out[TOTP_BACKUP_CHARS + 1];
+    assert_true(totp_backup_normalize("abcde-9ab9M-zAZ08-fghij", out));
+    assert_string_equal(out, "abcde9ab9MzAZ08fghij");
+    assert_true(totp_backup_normalize("\tabcde9ab9MzAZ08fghij  ", out));
+    assert_string_equal(out, "abcde9ab9MzAZ08fghij");
+    /* Case-sensitive is the hash's business; the form keeps the case as typed. */
+    assert_true(totp_backup_normalize("ABCDE9AB9MZAZ08FGHIJ", out));
+    assert_string_equal(out, "ABCDE9AB9MZAZ08FGHIJ");
+    /* Not a backup code: too short (the old ten-character shape), too long, a space or another
+     * character inside, empty. */
+    assert_false(totp_backup_normalize("abcde-9ab9M", out));
+    assert_string_equal(out, "");
+    assert_false(totp_backup_normalize("abcde-9ab9M-zAZ08-fghijk", out));
+    assert_false(totp_backup_normalize("abcde 9ab9M zAZ08 fghij", out));
+    assert_false(totp_backup_normalize("abcde_9ab9M-zAZ08-fghij", out));
+    assert_false(totp_backup_normalize("abcde-9ab9M-zAZ08-fghi\xc3\xa9", out));
+    assert_false(totp_backup_normalize("", out));
+    assert_false(totp_backup_normalize("   ", out));
+    /* A malformed code hashes like the empty code: it matches no stored hash. */
+    uint8_t key[TOTP_KEY_LEN];
+    memset(key, 3, sizeof key);
+    char a[65], b[65];
+    assert_false(totp_backup_hash(key, "u1", "abcde-9ab9M", a));
+    assert_false(totp_backup_hash(key, "u1", "zzzzz", b));
+    assert_string_equal(a, b);
 }
 
 int main(void)
@@ -142,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_base32),
         cmocka_unit_test(test_seal_open),
         cmocka_unit_test(test_backup_codes),
+        cmocka_unit_test(test_backup_normalize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
