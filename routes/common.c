@@ -229,6 +229,18 @@ bool password_rules_add(verr_t *v, const char *key, const char *password, const 
     return false;
 }
 
+void mail_pair_params(http_req_t *req, mail_msg_t *en, mail_msg_t *es, const char **params)
+{
+    params[0] = arena_strdup(&req->arena, en->subject);
+    params[1] = arena_strdup(&req->arena, en->text);
+    params[2] = arena_strdup(&req->arena, en->html);
+    params[3] = arena_strdup(&req->arena, es->subject);
+    params[4] = arena_strdup(&req->arena, es->text);
+    params[5] = arena_strdup(&req->arena, es->html);
+    mail_msg_free(en);
+    mail_msg_free(es);
+}
+
 void account_notice_params(http_req_t *req, mail_notice_t kind, const char **params)
 {
     mail_msg_t en = {0}, es = {0};
@@ -236,14 +248,7 @@ void account_notice_params(http_req_t *req, mail_notice_t kind, const char **par
     if (mail_render_account_notice("en", kind, &en) != 0 ||
         mail_render_account_notice("es", kind, &es) != 0)
         abort();
-    params[0] = arena_strdup(&req->arena, en.subject);
-    params[1] = arena_strdup(&req->arena, en.text);
-    params[2] = arena_strdup(&req->arena, en.html);
-    params[3] = arena_strdup(&req->arena, es.subject);
-    params[4] = arena_strdup(&req->arena, es.text);
-    params[5] = arena_strdup(&req->arena, es.html);
-    mail_msg_free(&en);
-    mail_msg_free(&es);
+    mail_pair_params(req, &en, &es, params);
 }
 
 bool password_rules_or_reply(http_req_t *req, const char *key, const char *password,

@@ -54,6 +54,9 @@ bool password_rules_or_reply(http_req_t *req, const char *key, const char *passw
  *                                           $4, $5, $6, $7, $8, $9) FROM users u WHERE ...)
  * then outbox_kick() once the statement succeeded (docs/api.md "Account notices"). */
 void account_notice_params(http_req_t *req, mail_notice_t kind, const char **params);
+/* A mail rendered in English and in Spanish as params[0..5] (subject, text, html of each, copies
+ * in the request arena, for mail_in_language() in SQL); frees both messages. */
+void mail_pair_params(http_req_t *req, mail_msg_t *en, mail_msg_t *es, const char **params);
 /* "en" / "es" or absent (NULL). */
 const char *field_lang(http_req_t *req, json_t *body, const char *key, verr_t *v);
 /* Relative path or URL under TRUSTED_ORIGINS / FRONTEND_URL (no open redirects); absent: NULL. */

@@ -48,14 +48,7 @@ static void render_both(http_req_t *req, int (*render)(const char *, const char 
     mail_msg_t en = {0}, es = {0};
     render("en", link, &en);
     render("es", link_es ? link_es : link, &es);
-    params[0] = arena_strdup(&req->arena, en.subject);
-    params[1] = arena_strdup(&req->arena, en.text);
-    params[2] = arena_strdup(&req->arena, en.html);
-    params[3] = arena_strdup(&req->arena, es.subject);
-    params[4] = arena_strdup(&req->arena, es.text);
-    params[5] = arena_strdup(&req->arena, es.html);
-    mail_msg_free(&en);
-    mail_msg_free(&es);
+    mail_pair_params(req, &en, &es, params);
 }
 
 /* ---- forget-password ---- */

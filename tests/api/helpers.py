@@ -521,6 +521,34 @@ def wait_until(predicate, timeout=10.0, interval=0.1, what="condition"):
         time.sleep(interval)
 
 
+
+# ---- a user's event stream, for the tests of sessions ending ----------------------------------
+
+USER_STREAM = "/api/events/users/me/events"
+
+
+def as_client(client, base):
+    """A client of the coachd at `base` holding `client`'s session cookie."""
+    c = Client(base_url=base)
+    c.cookies.set(SESSION_COOKIE, client.session_token)
+    return c
+
+
+def stream_for(client, base=None):
+    """The caller's own event stream (on `base` when given), open."""
+    s = SSEStream(as_client(client, base) if base else client, USER_STREAM)
+    assert s.status == 200, s.response.text
+    return s
+
+
+def ended(stream, timeout=3):
+    """True when the server ends the stream within `timeout` seconds."""
+    try:
+        while True:
+            stream.next(timeout=timeout)
+    except AssertionError as e:
+        return "ended" in str(e)
+
 # ---- Redis subscriber -----------------------------------------------------------------------
 
 

@@ -11,12 +11,11 @@ import time
 
 import pytest
 
-from helpers import (DATABASE_URL, REDIS_URL, ROOT, SESSION_COOKIE, Client, SSEStream,
-                     assert_error, free_port, psql_at, psql_value, second_coachd, sign_in,
-                     sign_up, temp_database)
+from helpers import (DATABASE_URL, REDIS_URL, ROOT, Client, as_client, assert_error, ended,
+                     free_port, psql_at, psql_value, second_coachd, sign_in, sign_up, stream_for,
+                     temp_database)
 
 BIN = os.environ.get("COACHD_BIN") or os.path.join(ROOT, "build", "coachd")
-USER_STREAM = "/api/events/users/me/events"
 TTL = 60000  # a cached context lives this long unless invalidated
 
 
@@ -31,19 +30,6 @@ def end_sessions(*args, **env):
                           env=full, timeout=60)
 
 
-def ended(stream, timeout=3):
-    """True when the server ends the stream within `timeout` seconds."""
-    try:
-        while True:
-            stream.next(timeout=timeout)
-    except AssertionError as e:
-        return "ended" in str(e)
-
-
-def as_client(client, base):
-    c = Client(base_url=base)
-    c.cookies.set(SESSION_COOKIE, client.session_token)
-    return c
 
 
 def warm(client, base):
@@ -53,11 +39,6 @@ def warm(client, base):
         c.get_json("/api/users/me")
     return c
 
-
-def stream_for(client, base):
-    s = SSEStream(as_client(client, base), USER_STREAM)
-    assert s.status == 200, s.response.text
-    return s
 
 
 @pytest.fixture(scope="module")

@@ -5,32 +5,13 @@ import time
 
 import pytest
 
-from helpers import (PASSWORD, SESSION_COOKIE, Client, SSEStream, psql, psql_value,
-                     publish_event, second_coachd, sign_in, sign_up, unique_email,
-                     wait_until)
+from helpers import (PASSWORD, Client, ended, psql, psql_value, publish_event, second_coachd,
+                     sign_in, sign_up, stream_for, wait_until)
 from ment_fixtures import make_mentorship, make_session
 from orgs import new_org
 
-USER_STREAM = "/api/events/users/me/events"
 
 
-def ended(stream, timeout=3):
-    """True when the server ends the stream within `timeout` seconds."""
-    try:
-        while True:
-            stream.next(timeout=timeout)
-    except AssertionError as e:
-        return "ended" in str(e)
-
-
-def stream_for(client, base=None):
-    c = client
-    if base:
-        c = Client(base_url=base)
-        c.cookies.set(SESSION_COOKIE, client.session_token)
-    s = SSEStream(c, USER_STREAM)
-    assert s.status == 200, s.response.text
-    return s
 
 
 @pytest.fixture(scope="module")

@@ -12,35 +12,15 @@ import time
 
 import pytest
 
-from helpers import (PASSWORD, SESSION_COOKIE, Client, SSEStream, assert_error, psql,
-                     psql_value, second_coachd, sign_in, sign_up, unique_email)
+from helpers import (PASSWORD, SESSION_COOKIE, Client, as_client, assert_error, ended, psql,
+                     psql_value, second_coachd, sign_in, sign_up, stream_for, unique_email)
 from orgs import new_org
 
-USER_STREAM = "/api/events/users/me/events"
 FIELDS = {"id", "token", "userId", "createdAt", "updatedAt", "expiresAt", "ipAddress",
           "userAgent", "current"}
 
 
-def ended(stream, timeout=3):
-    """True when the server ends the stream within `timeout` seconds."""
-    try:
-        while True:
-            stream.next(timeout=timeout)
-    except AssertionError as e:
-        return "ended" in str(e)
 
-
-def as_client(client, base):
-    """A client of `base` holding `client`'s session cookie."""
-    c = Client(base_url=base)
-    c.cookies.set(SESSION_COOKIE, client.session_token)
-    return c
-
-
-def stream_for(client, base=None):
-    s = SSEStream(as_client(client, base) if base else client, USER_STREAM)
-    assert s.status == 200, s.response.text
-    return s
 
 
 def session_id(client):
