@@ -220,12 +220,17 @@ perm_t perm_user_staff(const perm_actor_t *a, role_t min)
 
 perm_t perm_user_access(const perm_actor_t *a, const perm_user_target_t *t, perm_user_action_t act)
 {
-    /* Ending a user's sessions is in the scope of changing their status. */
-    bool status = act == PERM_USER_STATUS || act == PERM_USER_SESSIONS;
+    /* Ending a user's sessions and resetting their two-factor sign-in are in the scope of
+     * changing their status. */
+    bool status =
+        act == PERM_USER_STATUS || act == PERM_USER_SESSIONS || act == PERM_USER_TWO_FACTOR;
     if (t->self) {
         if (act == PERM_USER_STATUS) return forbid("You cannot change your own status");
         if (act == PERM_USER_SESSIONS)
             return forbid("End your own sessions with POST /api/auth/revoke-sessions");
+        if (act == PERM_USER_TWO_FACTOR)
+            return forbid("Turn your own two-factor sign-in off with POST "
+                          "/api/auth/two-factor/disable");
         return PERM_ALLOW;
     }
     if (is_global(a)) {
@@ -242,6 +247,7 @@ perm_t perm_user_access(const perm_actor_t *a, const perm_user_target_t *t, perm
             [PERM_USER_STATUS] = "change a user's status",
             [PERM_USER_PRESENCE] = "see other users' presence",
             [PERM_USER_SESSIONS] = "end another user's sessions",
+            [PERM_USER_TWO_FACTOR] = "reset another user's two-factor sign-in",
         };
         return forbid_role(min, NULL, what[act]);
     }

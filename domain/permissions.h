@@ -130,11 +130,12 @@ perm_t perm_switch_org(const perm_actor_t *a, bool org_exists, bool member);
 /* ---- users ---- */
 
 typedef enum perm_user_action {
-    PERM_USER_READ,     /* GET /api/users/:id */
-    PERM_USER_WRITE,    /* PATCH profile fields */
-    PERM_USER_STATUS,   /* PATCH status, DELETE */
-    PERM_USER_PRESENCE, /* GET presence */
-    PERM_USER_SESSIONS, /* POST /api/users/:id/revoke-sessions: whoever may set the status */
+    PERM_USER_READ,       /* GET /api/users/:id */
+    PERM_USER_WRITE,      /* PATCH profile fields */
+    PERM_USER_STATUS,     /* PATCH status, DELETE */
+    PERM_USER_PRESENCE,   /* GET presence */
+    PERM_USER_SESSIONS,   /* POST /api/users/:id/revoke-sessions: whoever may set the status */
+    PERM_USER_TWO_FACTOR, /* DELETE /api/users/:id/two-factor: whoever may set the status */
 } perm_user_action_t;
 
 typedef struct perm_user_target {

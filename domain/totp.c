@@ -189,6 +189,14 @@ bool totp_backup_normalize(const char *typed, char out[TOTP_BACKUP_CHARS + 1])
     return true;
 }
 
+void totp_subkeys(const uint8_t key[TOTP_KEY_LEN], uint8_t seal[TOTP_KEY_LEN],
+                  uint8_t backup[TOTP_KEY_LEN])
+{
+    _Static_assert(CRYPTO_SHA256_LEN == TOTP_KEY_LEN, "a subkey is one HMAC-SHA256");
+    crypto_hmac_sha256(key, TOTP_KEY_LEN, TOTP_SEAL_LABEL, sizeof TOTP_SEAL_LABEL - 1, seal);
+    crypto_hmac_sha256(key, TOTP_KEY_LEN, TOTP_BACKUP_LABEL, sizeof TOTP_BACKUP_LABEL - 1, backup);
+}
+
 bool totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65])
 {

@@ -47,13 +47,22 @@ int totp_base32_decode(const char *src, uint8_t *out, size_t outsz);
 
 /* AES-256-GCM of plain[0..n) (n <= 64) with a 12-byte nonce from the caller, as hex of
  * nonce || ciphertext || tag into out (TOTP_SEALED_HEX_MAX + 1 bytes). The associated data
- * (the user id) binds the secret to its row. 0 or a DOMAIN_E* code. */
+ * (the user id) binds the secret to its row; `key` is the seal subkey of totp_subkeys. 0 or a
+ * DOMAIN_E* code. */
 int totp_seal(const uint8_t key[TOTP_KEY_LEN], const uint8_t nonce[12], const char *aad,
               const uint8_t *plain, size_t n, char *out, size_t outsz);
 /* Opens what totp_seal made; the plain length, or DOMAIN_EINVAL (malformed, wrong key, wrong
  * associated data or tampered). */
 int totp_open(const uint8_t key[TOTP_KEY_LEN], const char *aad, const char *sealed, uint8_t *out,
               size_t outsz);
+
+/* The two keys TWO_FACTOR_ENCRYPTION_KEY stands for, one per purpose, so that no value is ever
+ * computed under the same key for two uses: seal = HMAC-SHA256(key, TOTP_SEAL_LABEL) for
+ * totp_seal / totp_open, backup = HMAC-SHA256(key, TOTP_BACKUP_LABEL) for totp_backup_hash. */
+#define TOTP_SEAL_LABEL "coachd totp seal v1"
+#define TOTP_BACKUP_LABEL "coachd backup codes v1"
+void totp_subkeys(const uint8_t key[TOTP_KEY_LEN], uint8_t seal[TOTP_KEY_LEN],
+                  uint8_t backup[TOTP_KEY_LEN]);
 
 /* A backup code "xxxxx-xxxxx-xxxxx-xxxxx" of [A-Za-z0-9] from TOTP_BACKUP_RANDOM random bytes
  * (rejection sampling is not needed for a uniform pick: each byte is reduced from 0..247, a
@@ -64,9 +73,10 @@ bool totp_backup_code(const uint8_t rnd[TOTP_BACKUP_RANDOM], char out[TOTP_BACKU
  * out: false unless that leaves exactly TOTP_BACKUP_CHARS letters and digits. Case-sensitive:
  * the alphabet has both cases. */
 bool totp_backup_normalize(const char *typed, char out[TOTP_BACKUP_CHARS + 1]);
-/* The stored form of a backup code: hex HMAC-SHA256(key, user_id ":" code), 64 characters, over
- * the code's normalized form (totp_backup_normalize), so a code typed with or without its dashes
- * has one hash. A `backup` that does not normalize is hashed as the empty code, which no stored
- * hash matches, and false is returned. */
+/* The stored form of a backup code: hex HMAC-SHA256(key, user_id ":" code), 64 characters,
+ * `key` being the backup subkey of totp_subkeys, over the code's normalized form
+ * (totp_backup_normalize), so a code typed with or without its dashes has one hash. A `backup`
+ * that does not normalize is hashed as the empty code, which no stored hash matches, and false
+ * is returned. */
 bool totp_backup_hash(const uint8_t key[TOTP_KEY_LEN], const char *user_id, const char *backup,
                       char out[65]);

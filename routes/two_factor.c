@@ -2,9 +2,10 @@
  * Two-factor sign-in under /api/auth/two-factor (better-auth's twoFactor plugin: its paths,
  * bodies, answers and cookie names, with coachd's cookie prefix "auth.").
  *
- * - enable {password}: a fresh TOTP secret (sealed with AES-256-GCM under
+ * - enable {password}: a fresh TOTP secret (sealed with AES-256-GCM under one subkey of
  *   TWO_FACTOR_ENCRYPTION_KEY, the user id as associated data) and ten backup codes (kept as
- *   keyed hashes); two-factor turns on with the first accepted verify-totp.
+ *   hashes keyed with the other subkey); two-factor turns on with the first accepted
+ *   verify-totp.
  * - get-totp-uri {password}: the URI again, only while the setup is not verified yet (after
  *   that the secret never leaves the server).
  * - verify-totp / verify-backup-code {code, trustDevice?}: with a session, confirms the setup
@@ -86,23 +87,32 @@ typedef struct tf_state {
     void *sign_in_data; /* the sign-in's own req->data, restored before next */
 } tf_state_t;
 
-static uint8_t tf_key[TOTP_KEY_LEN];
-static bool tf_key_ready;
+/* TWO_FACTOR_ENCRYPTION_KEY's two subkeys (totp_subkeys), derived once at start
+ * (routes_two_factor_register): one seals TOTP secrets, the other keys the backup code hashes. */
+static uint8_t tf_seal_key[TOTP_KEY_LEN];
+static uint8_t tf_backup_key[TOTP_KEY_LEN];
+static bool tf_keys_ready;
+
+static void keys_derive(void)
+{
+    uint8_t key[TOTP_KEY_LEN];
+    if (cfg.two_factor_key_set) {
+        memcpy(key, cfg.two_factor_key, sizeof key);
+    } else if (!cfg.production) {
+        /* Development only: a fixed key derived from a public string (docs/operations.md). */
+        static const char dev[] = "coachd development two-factor key";
+        crypto_sha256(dev, sizeof dev - 1, key);
+    } else {
+        return;
+    }
+    totp_subkeys(key, tf_seal_key, tf_backup_key);
+    memset(key, 0, sizeof key);
+    tf_keys_ready = true;
+}
 
 static bool key_ok_or_reply(http_req_t *req)
 {
-    if (!tf_key_ready) {
-        if (cfg.two_factor_key_set) {
-            memcpy(tf_key, cfg.two_factor_key, sizeof tf_key);
-            tf_key_ready = true;
-        } else if (!cfg.production) {
-            /* Development only: a fixed key derived from a public string (docs/operations.md). */
-            static const char dev[] = "coachd development two-factor key";
-            crypto_sha256(dev, sizeof dev - 1, tf_key);
-            tf_key_ready = true;
-        }
-    }
-    if (tf_key_ready) return true;
+    if (tf_keys_ready) return true;
     http_reply_error(req, 503, "UNAVAILABLE",
                      "Two-factor sign-in is not configured: set TWO_FACTOR_ENCRYPTION_KEY");
     return false;
@@ -238,7 +248,7 @@ static const char *new_backup_codes(http_req_t *req, const char *user_id,
             random_bytes(rnd, sizeof rnd);
         while (!totp_backup_code(rnd, codes[i]));
         char h[65];
-        totp_backup_hash(tf_key, user_id, codes[i], h);
+        totp_backup_hash(tf_backup_key, user_id, codes[i], h);
         if (i) buf_putc(&arr, ',');
         buf_puts(&arr, h);
     }
@@ -294,7 +304,8 @@ static void enable_after_password(http_req_t *req)
     random_bytes(secret, sizeof secret);
     random_bytes(nonce, sizeof nonce);
     char sealed[TOTP_SEALED_HEX_MAX + 1];
-    if (totp_seal(tf_key, nonce, st->user_id, secret, sizeof secret, sealed, sizeof sealed) != 0) {
+    if (totp_seal(tf_seal_key, nonce, st->user_id, secret, sizeof secret, sealed, sizeof sealed) !=
+        0) {
         http_reply_error(req, 500, "INTERNAL", "Could not start two-factor setup");
         return;
     }
@@ -331,7 +342,7 @@ static void uri_after_password(http_req_t *req)
         return;
     }
     uint8_t secret[64];
-    int n = totp_open(tf_key, st->user_id, st->sealed, secret, sizeof secret);
+    int n = totp_open(tf_seal_key, st->user_id, st->sealed, secret, sizeof secret);
     if (n < 0) {
         log_error("two-factor secret of a user does not open with the configured key id=%s",
                   req->id);
@@ -533,7 +544,7 @@ static void verify_code(http_req_t *req)
             return;
         }
         uint8_t secret[64];
-        int n = totp_open(tf_key, st->user_id, st->sealed, secret, sizeof secret);
+        int n = totp_open(tf_seal_key, st->user_id, st->sealed, secret, sizeof secret);
         if (n < 0) {
             tf_refund(req);
             log_error("two-factor secret of a user does not open with the configured key id=%s",
@@ -549,7 +560,7 @@ static void verify_code(http_req_t *req)
         }
         st->step = step;
     } else {
-        totp_backup_hash(tf_key, st->user_id, st->code, st->backup_h);
+        totp_backup_hash(tf_backup_key, st->user_id, st->code, st->backup_h);
     }
     if (!st->session_mode) {
         complete_sign_in(req);
@@ -755,5 +766,6 @@ static const route_t two_factor_routes[] = {
 
 void routes_two_factor_register(void)
 {
+    keys_derive();
     router_add(two_factor_routes, sizeof(two_factor_routes) / sizeof(two_factor_routes[0]));
 }

@@ -18,7 +18,10 @@
  * user's status leaves `active`, {"type":"user-inactive"} goes to the Redis channel
  * user:<id>:control after the statement committed, so open streams of that user close.
  * POST /api/users/:id/revoke-sessions ends every session of a user (whoever may change the
- * user's status may) and leaves the account as it is.
+ * user's status may) and leaves the account as it is. DELETE /api/users/:id/two-factor (the same
+ * callers) turns off the two-factor sign-in of a user who lost their authenticator and backup
+ * codes, after the administrator checked who asks: it also ends every session of the user and
+ * tells them by mail.
  */
 #include <limits.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #include "core/random.h"
 #include "core/router.h"
 #include "db/db.h"
+#include "db/q_two_factor.h"
 #include "db/q_user_sessions.h"
 #include "db/q_users.h"
 #include "domain/mail_templates.h"
@@ -742,6 +746,45 @@ static void revoke_sessions(http_req_t *req)
     db_req_query(req, SQL_USER_TARGET, 2, params, revoke_on_target);
 }
 
+/* ---- DELETE /api/users/:id/two-factor ---- */
+
+static void tf_reset_on_done(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    users_state_t *st = req->data;
+    const char *was = db_get(r, 0, TWO_FACTOR_RESET_WAS_ENABLED);
+    if (was && was[0] == 't') outbox_kick();
+    /* As revoke-sessions: their streams close, and no worker serves a cached context of theirs
+     * (which holds two_factor_enabled too) once the answer leaves. */
+    events_sessions_ended(st->t.id, NULL);
+    static const char ok[] = "{\"success\":true}";
+    ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
+}
+
+static void tf_reset_on_target(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return;
+    users_state_t *st = req->data;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "User not found");
+        return;
+    }
+    target_from_row(req, r, &st->t);
+    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_TWO_FACTOR)) return;
+    const char *params[7] = {st->t.id};
+    account_notice_params(req, MAIL_NOTICE_TWO_FACTOR_DISABLED, params + 1);
+    db_req_query(req, SQL_TWO_FACTOR_RESET, 7, params, tf_reset_on_done);
+}
+
+static void reset_two_factor(http_req_t *req)
+{
+    caller_t *c = context_caller(req);
+    users_state_t *st = state_new(req);
+    if (!target_init_or_replied(req, &st->t)) return;
+    const char *params[] = {st->t.id, c->org_id};
+    db_req_query(req, SQL_USER_TARGET, 2, params, tf_reset_on_target);
+}
+
 /* ---- GET /api/users/:id/presence ---- */
 
 static void presence_on_state(bool ok, bool online, int64_t last_seen_ms, void *data)
@@ -805,6 +848,8 @@ static const route_t users_routes[] = {
     {HTTP_M_GET, "/api/users/:id/presence", get_presence, AUTH_SESSION, ROLE_NONE,
      ROUTE_ORG_OPTIONAL, 0},
     {HTTP_M_POST, "/api/users/:id/revoke-sessions", revoke_sessions, AUTH_SESSION, ROLE_NONE,
+     ROUTE_ORG_OPTIONAL, 0},
+    {HTTP_M_DELETE, "/api/users/:id/two-factor", reset_two_factor, AUTH_SESSION, ROLE_NONE,
      ROUTE_ORG_OPTIONAL, 0},
 };
 

@@ -45,8 +45,9 @@ WHERE v.token_hash = $1 AND v.kind = 'password_reset' AND v.used_at IS NULL
 -- name: recovery_reset_apply
 -- columns: user_id
 -- Consumes the token $1, stores the new hash $2, ends every other session of the user
--- (all but $3, the caller's own when signed in) and queues the "password reset" notice in the
--- user's language ($4..$6 English, $7..$9 Spanish).
+-- (all but $3, the caller's own when signed in), forgets their trusted devices and pending
+-- two-factor sign-in challenges and queues the "password reset" notice in the user's language
+-- ($4..$6 English, $7..$9 Spanish).
 WITH t AS (
     UPDATE verifications SET used_at = now()
     WHERE token_hash = $1 AND kind = 'password_reset' AND used_at IS NULL
@@ -60,6 +61,8 @@ d AS (
     DELETE FROM sessions
     WHERE user_id IN (SELECT user_id FROM t) AND id IS DISTINCT FROM $3::uuid
     RETURNING user_id),
+td AS (DELETE FROM trusted_devices WHERE user_id IN (SELECT user_id FROM t)),
+tc AS (DELETE FROM two_factor_challenges WHERE user_id IN (SELECT user_id FROM t)),
 o AS (
     INSERT INTO outbox (kind, payload)
     SELECT 'mail', mail_in_language(u.email, COALESCE(u.preferred_language, 'en'),

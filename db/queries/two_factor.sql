@@ -158,3 +158,26 @@ SELECT (SELECT auth_session_json(u, s::sessions) FROM s JOIN users u ON u.id = s
 -- Whether $1 (a trust_device token hash) is a live trusted device of user $2.
 SELECT EXISTS (SELECT 1 FROM trusted_devices
                WHERE token_hash = $1 AND user_id = $2 AND expires_at > now()) AS trusted;
+
+-- name: two_factor_reset
+-- columns: was_enabled
+-- An administrator's reset of user $1, who lost their authenticator and backup codes
+-- (DELETE /api/users/:id/two-factor in routes/users.c): the secret, backup codes, challenges and
+-- trusted devices go, two-factor turns off, every session of the user ends and, when two-factor
+-- was on, the "two-factor turned off" notice is queued in the user's language ($2..$4 English,
+-- $5..$7 Spanish).
+WITH t AS (DELETE FROM two_factors WHERE user_id = $1),
+b AS (DELETE FROM two_factor_backup_codes WHERE user_id = $1),
+c AS (DELETE FROM two_factor_challenges WHERE user_id = $1),
+d AS (DELETE FROM trusted_devices WHERE user_id = $1),
+s AS (DELETE FROM sessions WHERE user_id = $1),
+u AS (
+    UPDATE users SET two_factor_enabled = false, updated_at = now()
+    WHERE id = $1 AND two_factor_enabled
+    RETURNING email, preferred_language),
+o AS (
+    INSERT INTO outbox (kind, payload)
+    SELECT 'mail', mail_in_language(email, COALESCE(preferred_language, 'en'),
+                                    $2, $3, $4, $5, $6, $7)
+    FROM u)
+SELECT EXISTS (SELECT 1 FROM u) AS was_enabled;

@@ -33,21 +33,32 @@ SELECT count(*) AS count FROM d;
 
 -- name: user_sessions_revoke_all
 -- columns: count
--- Ends every session of user $1 (the caller's own, or, from PATCH-status staff, another user's).
-WITH d AS (DELETE FROM sessions WHERE user_id = $1 RETURNING 1)
+-- Ends every session of user $1 (the caller's own, or, from PATCH-status staff, another user's)
+-- and forgets their trusted devices and pending two-factor sign-in challenges: whoever ends every
+-- session may think the account was taken, and a device trusted before must not skip the second
+-- step after.
+WITH d AS (DELETE FROM sessions WHERE user_id = $1 RETURNING 1),
+td AS (DELETE FROM trusted_devices WHERE user_id = $1),
+tc AS (DELETE FROM two_factor_challenges WHERE user_id = $1)
 SELECT count(*) AS count FROM d;
 
 -- name: user_sessions_end_every
 -- columns: user_id, count
--- `coachd end-sessions --all` (cli/end_sessions.c): ends every session of every user; one row
--- per user who had one, with how many.
-WITH d AS (DELETE FROM sessions RETURNING user_id)
+-- `coachd end-sessions --all` (cli/end_sessions.c): ends every session of every user and forgets
+-- every trusted device and pending two-factor sign-in challenge; one row per user who had a
+-- session, with how many.
+WITH d AS (DELETE FROM sessions RETURNING user_id),
+td AS (DELETE FROM trusted_devices),
+tc AS (DELETE FROM two_factor_challenges)
 SELECT user_id, count(*) AS count FROM d GROUP BY user_id ORDER BY user_id;
 
 -- name: user_sessions_end_email
 -- columns: =user_sessions_end_every
--- `coachd end-sessions --email`: ends every session of the user whose (lower-cased) email is $1;
--- one row with how many, none when no user has that email.
+-- `coachd end-sessions --email`: ends every session of the user whose (lower-cased) email is $1
+-- and forgets their trusted devices and pending two-factor sign-in challenges; one row with how
+-- many sessions, none when no user has that email.
 WITH u AS (SELECT id FROM users WHERE email = $1),
-d AS (DELETE FROM sessions WHERE user_id IN (SELECT id FROM u) RETURNING 1)
+d AS (DELETE FROM sessions WHERE user_id IN (SELECT id FROM u) RETURNING 1),
+td AS (DELETE FROM trusted_devices WHERE user_id IN (SELECT id FROM u)),
+tc AS (DELETE FROM two_factor_challenges WHERE user_id IN (SELECT id FROM u))
 SELECT u.id AS user_id, (SELECT count(*) FROM d) AS count FROM u;

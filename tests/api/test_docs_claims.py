@@ -141,6 +141,7 @@ GATE_TABLE = [
     ("DELETE", "/api/users/{id}", GATED),
     ("GET", "/api/users/{id}/presence", GATED),
     ("POST", "/api/users/{id}/revoke-sessions", GATED),
+    ("DELETE", "/api/users/{id}/two-factor", GATED),
     ("GET", "/api/organizations", GATED),
     ("POST", "/api/organizations", GATED),
     ("GET", "/api/organizations/{id}", GATED),

@@ -86,6 +86,7 @@ ROUTES = {
     ("DELETE", "/api/users/:id"): (["user"], None),
     ("GET", "/api/users/:id/presence"): (["user"], None),
     ("POST", "/api/users/:id/revoke-sessions"): (["user"], None),
+    ("DELETE", "/api/users/:id/two-factor"): (["user"], None),
 }
 
 # Routes whose parameter names a file, not a resource: any name but the real one is 404.

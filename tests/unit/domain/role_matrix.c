@@ -180,6 +180,10 @@ static perm_t decide(const row_t *row)
         perm_user_target_t t = user_of(&x, rel);
         return perm_user_access(a, &t, PERM_USER_SESSIONS);
     }
+    if (strcmp(act, "user.two-factor-reset") == 0) { /* a fresh Coach, as user.archive */
+        perm_user_target_t t = user_of(&x, rel);
+        return perm_user_access(a, &t, PERM_USER_TWO_FACTOR);
+    }
     if (strncmp(act, "user.", 5) == 0) {
         perm_user_target_t t = user_of(&x, rel);
         perm_user_action_t ua = strcmp(act, "user.read") == 0       ? PERM_USER_READ
@@ -402,6 +406,14 @@ static void test_user_status_and_higher_roles(void **state)
     assert_int_equal(perm_user_access(&admin, &disabled, PERM_USER_WRITE).status, 403);
     assert_true(perm_allowed(perm_user_access(&admin, &disabled, PERM_USER_READ)));
     assert_int_equal(perm_user_access(&manager, &shared, PERM_USER_STATUS).status, 403);
+    /* Nobody resets their own two-factor sign-in here (the password route does that), nor that
+     * of a user another organization shares or of a higher role. */
+    perm_t own = perm_user_access(&pa, &self, PERM_USER_TWO_FACTOR);
+    assert_int_equal(own.status, 403);
+    assert_non_null(strstr(own.message, "/api/auth/two-factor/disable"));
+    assert_int_equal(perm_user_access(&admin, &shared, PERM_USER_TWO_FACTOR).status, 403);
+    assert_int_equal(perm_user_access(&pa, &owner, PERM_USER_TWO_FACTOR).status, 403);
+    assert_true(perm_allowed(perm_user_access(&admin, &disabled, PERM_USER_TWO_FACTOR)));
 }
 
 /* A role refusal's message names the role (and who else may); a rule's is its own. */

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "domain/crypto.h"
 #include "domain/err.h"
 #include "domain/totp.h"
 
@@ -113,6 +114,51 @@ static void test_seal_open(void **state)
     assert_int_equal(totp_open(key, "user1", "zz", out, sizeof out), DOMAIN_EINVAL);
 }
 
+/* TWO_FACTOR_ENCRYPTION_KEY stands for two keys, one per purpose: they differ from each other
+ * and from the key, are HMAC-SHA256(key, label) (values from Python's hmac), and sealing and
+ * backup hashes still round-trip under them. */
+static void test_subkeys(void **state)
+{
+    (void)state;
+    uint8_t key[TOTP_KEY_LEN], seal[TOTP_KEY_LEN], backup[TOTP_KEY_LEN], nonce[12];
+    memset(key, 7, sizeof key);
+    memset(nonce, 1, sizeof nonce);
+    totp_subkeys(key, seal, backup);
+    assert_memory_not_equal(seal, backup, TOTP_KEY_LEN);
+    assert_memory_not_equal(seal, key, TOTP_KEY_LEN);
+    assert_memory_not_equal(backup, key, TOTP_KEY_LEN);
+    char hex[2 * TOTP_KEY_LEN + 1];
+    crypto_hex_encode(seal, sizeof seal, hex);
+    assert_string_equal(hex, "b4aef0f2395735c9876f29c97443536d0e666f49ed602d977029d18a1dae5848");
+    crypto_hex_encode(backup, sizeof backup, hex);
+    assert_string_equal(hex, "2911f308909e8ad402382aec2b1ab5ed3b088855f926e408e95d5f634943ca3a");
+    /* Another key, other subkeys. */
+    uint8_t key2[TOTP_KEY_LEN], seal2[TOTP_KEY_LEN], backup2[TOTP_KEY_LEN];
+    memset(key2, 8, sizeof key2);
+    totp_subkeys(key2, seal2, backup2);
+    assert_memory_not_equal(seal, seal2, TOTP_KEY_LEN);
+    assert_memory_not_equal(backup, backup2, TOTP_KEY_LEN);
+    /* Seal and open round-trip under the seal subkey; neither the key nor the backup subkey
+     * opens it. */
+    char sealed[TOTP_SEALED_HEX_MAX + 1];
+    uint8_t out[64];
+    assert_int_equal(totp_seal(seal, nonce, "user1", RFC_KEY, 20, sealed, sizeof sealed), 0);
+    assert_int_equal(totp_open(seal, "user1", sealed, out, sizeof out), 20);
+    assert_memory_equal(out, RFC_KEY, 20);
+    assert_int_equal(totp_open(key, "user1", sealed, out, sizeof out), DOMAIN_EINVAL);
+    assert_int_equal(totp_open(backup, "user1", sealed, out, sizeof out), DOMAIN_EINVAL);
+    /* A backup code hashes the same under the backup subkey each time, and differently under
+     * the key itself or the seal subkey. */
+    char h1[65], h2[65], h3[65], h4[65];
+    assert_true(totp_backup_hash(backup, "u1", "abcde-9ab9M-zAZ08-fghij", h1));
+    assert_true(totp_backup_hash(backup, "u1", "abcde9ab9MzAZ08fghij", h2));
+    assert_string_equal(h1, h2);
+    assert_true(totp_backup_hash(key, "u1", "abcde-9ab9M-zAZ08-fghij", h3));
+    assert_true(totp_backup_hash(seal, "u1", "abcde-9ab9M-zAZ08-fghij", h4));
+    assert_string_not_equal(h1, h3);
+    assert_string_not_equal(h1, h4);
+}
+
 static void test_backup_codes(void **state)
 {
     (void)state;
@@ -184,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_verify_window_and_replay),
         cmocka_unit_test(test_base32),
         cmocka_unit_test(test_seal_open),
+        cmocka_unit_test(test_subkeys),
         cmocka_unit_test(test_backup_codes),
         cmocka_unit_test(test_backup_normalize),
     };
