@@ -169,6 +169,38 @@ static bool target_init_or_replied(http_req_t *req, target_t *t)
     return true;
 }
 
+/* The target's row (SQL_USER_TARGET or SQL_USER_GET) is in: 404 without one, else it is read into
+ * the state's target. False when it replied. */
+static bool target_row_or_replied(http_req_t *req, db_result_t *r)
+{
+    if (!db_ok_or_reply(req, r)) return false;
+    if (db_nrows(r) == 0) {
+        http_reply_error(req, 404, "NOT_FOUND", "User not found");
+        return false;
+    }
+    users_state_t *st = req->data;
+    target_from_row(req, r, &st->t);
+    return true;
+}
+
+/* target_row_or_replied, then the caller's access to the target for `act`. */
+static bool target_allowed_or_replied(http_req_t *req, db_result_t *r, perm_user_action_t act)
+{
+    users_state_t *st = req->data;
+    return target_row_or_replied(req, r) &&
+           access_or_replied(req, context_caller(req), &st->t, act);
+}
+
+/* The :id of the path, its row in the caller's organization (SQL_USER_TARGET), then cb. */
+static void target_load(http_req_t *req, db_req_cb cb)
+{
+    caller_t *c = context_caller(req);
+    users_state_t *st = state_new(req);
+    if (!target_init_or_replied(req, &st->t)) return;
+    const char *params[] = {st->t.id, c->org_id};
+    db_req_query(req, SQL_USER_TARGET, 2, params, cb);
+}
+
 static void publish_inactive(http_req_t *req, const char *user_id)
 {
     const char *chan = arena_printf(&req->arena, "user:%s:control", user_id);
@@ -598,14 +630,7 @@ static void create_user(http_req_t *req)
 
 static void get_on_row(http_req_t *req, db_result_t *r)
 {
-    if (!db_ok_or_reply(req, r)) return;
-    users_state_t *st = req->data;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
-    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_READ)) return;
+    if (!target_allowed_or_replied(req, r, PERM_USER_READ)) return;
     http_reply_jsonn(req, 200, db_get(r, 0, USER_GET_JSON), db_getlen(r, 0, USER_GET_JSON));
 }
 
@@ -641,14 +666,9 @@ static void patch_on_avatar(http_req_t *req, bool ok)
 
 static void patch_on_target(http_req_t *req, db_result_t *r)
 {
-    if (!db_ok_or_reply(req, r)) return;
+    if (!target_row_or_replied(req, r)) return;
     users_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
     bool profile = false;
     for (int f = 0; f < F_COUNT; f++)
         if (f != F_STATUS && st->set[f]) profile = true;
@@ -688,14 +708,8 @@ static void patch_user(http_req_t *req)
 
 static void delete_on_target(http_req_t *req, db_result_t *r)
 {
-    if (!db_ok_or_reply(req, r)) return;
+    if (!target_allowed_or_replied(req, r, PERM_USER_STATUS)) return;
     users_state_t *st = req->data;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
-    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_STATUS)) return;
     st->set[F_STATUS] = true;
     st->val[F_STATUS] = "archived";
     run_update(req, st, patch_on_updated);
@@ -703,47 +717,38 @@ static void delete_on_target(http_req_t *req, db_result_t *r)
 
 static void delete_user(http_req_t *req)
 {
-    caller_t *c = context_caller(req);
-    users_state_t *st = state_new(req);
-    if (!target_init_or_replied(req, &st->t)) return;
-    const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_USER_TARGET, 2, params, delete_on_target);
+    target_load(req, delete_on_target);
 }
 
 /* ---- POST /api/users/:id/revoke-sessions ---- */
 
-static void revoke_on_deleted(http_req_t *req, db_result_t *r)
+/* Every session of the target has ended: their streams close on every worker, and the answer
+ * waits until no worker serves a cached context of theirs. */
+static void reply_sessions_ended(http_req_t *req)
 {
-    if (!db_ok_or_reply(req, r)) return;
     users_state_t *st = req->data;
-    /* Their streams close on every worker; the answer waits until no worker serves a cached
-     * context of theirs. */
     events_sessions_ended(st->t.id, NULL);
     static const char ok[] = "{\"success\":true}";
     ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
 }
 
-static void revoke_on_target(http_req_t *req, db_result_t *r)
+static void revoke_on_deleted(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
+    reply_sessions_ended(req);
+}
+
+static void revoke_on_target(http_req_t *req, db_result_t *r)
+{
+    if (!target_allowed_or_replied(req, r, PERM_USER_SESSIONS)) return;
     users_state_t *st = req->data;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
-    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_SESSIONS)) return;
     const char *params[] = {st->t.id};
     db_req_query(req, SQL_USER_SESSIONS_REVOKE_ALL, 1, params, revoke_on_deleted);
 }
 
 static void revoke_sessions(http_req_t *req)
 {
-    caller_t *c = context_caller(req);
-    users_state_t *st = state_new(req);
-    if (!target_init_or_replied(req, &st->t)) return;
-    const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_USER_TARGET, 2, params, revoke_on_target);
+    target_load(req, revoke_on_target);
 }
 
 /* ---- DELETE /api/users/:id/two-factor ---- */
@@ -751,26 +756,16 @@ static void revoke_sessions(http_req_t *req)
 static void tf_reset_on_done(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
-    users_state_t *st = req->data;
     const char *was = db_get(r, 0, TWO_FACTOR_RESET_WAS_ENABLED);
     if (was && was[0] == 't') outbox_kick();
-    /* As revoke-sessions: their streams close, and no worker serves a cached context of theirs
-     * (which holds two_factor_enabled too) once the answer leaves. */
-    events_sessions_ended(st->t.id, NULL);
-    static const char ok[] = "{\"success\":true}";
-    ctx_invalidate_then_reply(req, 'u', st->t.id, 200, ok, sizeof(ok) - 1);
+    /* The cached contexts dropped hold two_factor_enabled too. */
+    reply_sessions_ended(req);
 }
 
 static void tf_reset_on_target(http_req_t *req, db_result_t *r)
 {
-    if (!db_ok_or_reply(req, r)) return;
+    if (!target_allowed_or_replied(req, r, PERM_USER_TWO_FACTOR)) return;
     users_state_t *st = req->data;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
-    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_TWO_FACTOR)) return;
     const char *params[7] = {st->t.id};
     account_notice_params(req, MAIL_NOTICE_TWO_FACTOR_DISABLED, params + 1);
     db_req_query(req, SQL_TWO_FACTOR_RESET, 7, params, tf_reset_on_done);
@@ -778,11 +773,7 @@ static void tf_reset_on_target(http_req_t *req, db_result_t *r)
 
 static void reset_two_factor(http_req_t *req)
 {
-    caller_t *c = context_caller(req);
-    users_state_t *st = state_new(req);
-    if (!target_init_or_replied(req, &st->t)) return;
-    const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_USER_TARGET, 2, params, tf_reset_on_target);
+    target_load(req, tf_reset_on_target);
 }
 
 /* ---- GET /api/users/:id/presence ---- */
@@ -815,25 +806,15 @@ static void presence_on_state(bool ok, bool online, int64_t last_seen_ms, void *
 
 static void presence_on_target(http_req_t *req, db_result_t *r)
 {
-    if (!db_ok_or_reply(req, r)) return;
+    if (!target_allowed_or_replied(req, r, PERM_USER_PRESENCE)) return;
     users_state_t *st = req->data;
-    if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "User not found");
-        return;
-    }
-    target_from_row(req, r, &st->t);
-    if (!access_or_replied(req, context_caller(req), &st->t, PERM_USER_PRESENCE)) return;
     http_req_ref(req);
     presence_get(st->t.id, presence_on_state, req);
 }
 
 static void get_presence(http_req_t *req)
 {
-    caller_t *c = context_caller(req);
-    users_state_t *st = state_new(req);
-    if (!target_init_or_replied(req, &st->t)) return;
-    const char *params[] = {st->t.id, c->org_id};
-    db_req_query(req, SQL_USER_TARGET, 2, params, presence_on_target);
+    target_load(req, presence_on_target);
 }
 
 /* Roles are checked by the handlers: the rules depend on the target (self, scope) and an

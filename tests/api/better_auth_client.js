@@ -11,38 +11,17 @@
 // its cookies in a jar the way a browser would, so a session set by sign-in is sent afterwards.
 'use strict'
 
-// Every Set-Cookie header of a response. Headers.getSetCookie() exists from Node 19.7 (Node 20
-// here, but Debian 12 ships Node 18): otherwise the joined header is split at each comma that
-// starts a new name=value pair (a comma inside an Expires date is followed by a digit, not a name).
-function setCookies (headers) {
-  if (typeof headers.getSetCookie === 'function') return headers.getSetCookie()
-  const joined = headers.get('set-cookie')
-  return joined ? joined.split(/,\s*(?=[^;,\s=]+=)/) : []
-}
+const { browserFetch } = require('./browser_fetch')
 
 async function main () {
   const { createAuthClient } = await import('better-auth/client')
   const base = process.argv[2]
   const origin = process.argv[3] || new URL(base).origin
-  const jar = new Map()
+  const { jar, fetch: browser } = browserFetch(origin)
   let last = { status: 0, url: '' }
 
-  // A browser sends Origin on every cross-document POST and keeps cookies; Node's fetch does
-  // neither, so this fetch adds both (the client itself is used unchanged).
   async function jarFetch (input, init = {}) {
-    const headers = new Headers(init.headers || {})
-    if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
-    headers.set('origin', origin)
-    const res = await fetch(input, { ...init, headers, redirect: 'manual' })
-    for (const c of setCookies(res.headers)) {
-      const [pair, ...attrs] = c.split(';')
-      const eq = pair.indexOf('=')
-      const name = pair.slice(0, eq).trim()
-      const value = pair.slice(eq + 1).trim()
-      const expired = attrs.some(a => /^\s*max-age=0\s*$/i.test(a)) || value === ''
-      if (expired) jar.delete(name)
-      else jar.set(name, value)
-    }
+    const res = await browser(input, init)
     last = { status: res.status, url: String(input.url ?? input.href ?? input) }
     return res
   }

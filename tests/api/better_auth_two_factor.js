@@ -11,38 +11,15 @@
 // and exits 0 / 1.
 'use strict'
 
-function setCookies (headers) {
-  if (typeof headers.getSetCookie === 'function') return headers.getSetCookie()
-  const joined = headers.get('set-cookie')
-  return joined ? joined.split(/,\s*(?=[^;,\s=]+=)/) : []
-}
+const { browserFetch } = require('./browser_fetch')
 
 async function main () {
   const { createAuthClient } = await import('better-auth/client')
   const { twoFactorClient } = await import('better-auth/client/plugins')
   const OTPAuth = await import('otpauth')
   const [base, origin, email, password] = process.argv.slice(2)
-  const jar = new Map()
   const cookiesSeen = []
-
-  // A browser keeps cookies and sends Origin; Node's fetch does neither (as in
-  // better_auth_client.js; the client itself is used unchanged).
-  async function jarFetch (input, init = {}) {
-    const headers = new Headers(init.headers || {})
-    if (jar.size) headers.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
-    headers.set('origin', origin)
-    const res = await fetch(input, { ...init, headers, redirect: 'manual' })
-    for (const c of setCookies(res.headers)) {
-      const [pair, ...attrs] = c.split(';')
-      const eq = pair.indexOf('=')
-      const name = pair.slice(0, eq).trim()
-      const value = pair.slice(eq + 1).trim()
-      cookiesSeen.push(name)
-      if (attrs.some(a => /^\s*max-age=0\s*$/i.test(a)) || value === '') jar.delete(name)
-      else jar.set(name, value)
-    }
-    return res
-  }
+  const { jar, fetch: jarFetch } = browserFetch(origin, name => cookiesSeen.push(name))
 
   let redirects = 0
   const client = createAuthClient({
