@@ -2,10 +2,20 @@
 -- as keyed hashes, the sign-in challenges of the two_factor cookie and trusted devices (both
 -- stored as token hashes), and an organization's policy for its admins and managers.
 
-ALTER TABLE users ADD COLUMN two_factor_enabled boolean NOT NULL DEFAULT false;
+-- PostgreSQL (15.20 and the other minor releases of its day) refuses ADD COLUMN with a default
+-- on a table whose row type a SQL-standard function takes (user_brief_json(users),
+-- organization_json(organizations)): each column is added without one, then given its default,
+-- filled and made NOT NULL, none of which rewrites the table.
+ALTER TABLE users ADD COLUMN two_factor_enabled boolean;
+ALTER TABLE users ALTER COLUMN two_factor_enabled SET DEFAULT false;
+UPDATE users SET two_factor_enabled = false WHERE two_factor_enabled IS NULL;
+ALTER TABLE users ALTER COLUMN two_factor_enabled SET NOT NULL;
 
-ALTER TABLE organizations
-    ADD COLUMN require_two_factor_for_admins boolean NOT NULL DEFAULT false;
+ALTER TABLE organizations ADD COLUMN require_two_factor_for_admins boolean;
+ALTER TABLE organizations ALTER COLUMN require_two_factor_for_admins SET DEFAULT false;
+UPDATE organizations SET require_two_factor_for_admins = false
+WHERE require_two_factor_for_admins IS NULL;
+ALTER TABLE organizations ALTER COLUMN require_two_factor_for_admins SET NOT NULL;
 
 CREATE TABLE two_factors (
     user_id       text PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
