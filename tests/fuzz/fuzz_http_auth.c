@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * close), then the settling: at most 8.5 s in all, under libFuzzer's -timeout of 10 s. */
 #define PROGRAM_MS 3000
 #define SETTLE_MS 3000 /* the loop must be idle within this once the client has gone */
-#define PASSWORD "Fuzz-password-1"
+#define PASSWORD "Quartz-meadow-lantern-61"
 #define ADMIN_EMAIL "fuzz-admin@coachd.test"
 
 static uv_loop_t *loop;
