@@ -18,6 +18,7 @@
 #include "domain/text.h"
 #include "db/db.h"
 #include "db/q_auth.h"
+#include "db/queries.h"
 #include "domain/mail_templates.h"
 #include "domain/password.h"
 #include "domain/token.h"
@@ -91,22 +92,26 @@ static void signed_in_reply(http_req_t *req)
     http_reply_jsonn(req, 200, st->answer, st->answer_len);
 }
 
-/* The new session committed (row 0: json, then the ended session's id and user, NULL when the
- * request carried no live session cookie): end that one first, then answer. */
-static void signed_in(http_req_t *req, db_result_t *r, int ended_id_col, int ended_user_col)
+/* The new session committed (row 0 of auth_sign_up or auth_sign_in_session: json, then the
+ * ended session's id and user, NULL when the request carried no live session cookie): end that
+ * one first, then answer. */
+DB_SAME_COLUMN(AUTH_SIGN_IN_SESSION, AUTH_SIGN_UP, JSON);
+DB_SAME_COLUMN(AUTH_SIGN_IN_SESSION, AUTH_SIGN_UP, ENDED_ID);
+DB_SAME_COLUMN(AUTH_SIGN_IN_SESSION, AUTH_SIGN_UP, ENDED_USER_ID);
+static void signed_in(http_req_t *req, db_result_t *r)
 {
     auth_state_t *st = req->data;
-    const char *json = db_get(r, 0, 0);
+    const char *json = db_get(r, 0, AUTH_SIGN_UP_JSON);
     if (!json) {
         http_reply_error(req, 500, "INTERNAL", "Internal error");
         return;
     }
-    st->answer_len = (size_t)db_getlen(r, 0, 0);
+    st->answer_len = (size_t)db_getlen(r, 0, AUTH_SIGN_UP_JSON);
     st->answer = arena_strndup(&req->arena, json, st->answer_len);
-    const char *ended = db_get(r, 0, ended_id_col);
+    const char *ended = db_get(r, 0, AUTH_SIGN_UP_ENDED_ID);
     if (ended) {
         auth_end_session_then(req, arena_strdup(&req->arena, ended),
-                              arena_strdup(&req->arena, db_get(r, 0, ended_user_col)),
+                              arena_strdup(&req->arena, db_get(r, 0, AUTH_SIGN_UP_ENDED_USER_ID)),
                               signed_in_reply);
         return;
     }
@@ -123,7 +128,7 @@ static void sign_up_on_insert(http_req_t *req, db_result_t *r)
         return;
     }
     outbox_kick();
-    signed_in(req, r, AUTH_SIGN_UP_ENDED_ID, AUTH_SIGN_UP_ENDED_USER_ID);
+    signed_in(req, r);
 }
 
 static void sign_up_on_hashed(http_req_t *req, void *data)
@@ -207,7 +212,7 @@ static void sign_up(http_req_t *req)
 static void sign_in_on_session(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
-    signed_in(req, r, AUTH_SIGN_IN_SESSION_ENDED_ID, AUTH_SIGN_IN_SESSION_ENDED_USER_ID);
+    signed_in(req, r);
 }
 
 static void sign_in_session(http_req_t *req)

@@ -607,6 +607,4 @@ static const route_t file_routes[] = {
 void routes_files_register(void)
 {
     router_add(file_routes, sizeof(file_routes) / sizeof(file_routes[0]));
-    files_upload_register();
-    files_local_register();
 }

@@ -61,6 +61,3 @@ void files_body_abort(files_body_t *b);
  * writer's reference on req (http_req_unref) after its last use of the request. rc is 0,
  * STORAGE_EIO, or STORAGE_EEXIST (local driver: the key already holds an object). */
 void files_body_finish(files_body_t *b, const char *key, const char *mime, storage_hash_cb cb);
-
-void files_upload_register(void);
-void files_local_register(void);

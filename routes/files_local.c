@@ -26,6 +26,7 @@
 #include "core/router.h"
 #include "routes/common.h"
 #include "routes/files.h"
+#include "routes/routes.h"
 #include "rt/storage.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -367,7 +368,7 @@ static const route_t local_routes[] = {
     {HTTP_M_GET, "/api/files/local", local_get, AUTH_PUBLIC, ROLE_NONE, 0, 0},
 };
 
-void files_local_register(void)
+void routes_files_local_register(void)
 {
     router_add(local_routes, sizeof(local_routes) / sizeof(local_routes[0]));
 }

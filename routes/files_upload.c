@@ -38,6 +38,7 @@
 #include "routes/perm.h"
 #include "routes/ctx_cache.h"
 #include "routes/files.h"
+#include "routes/routes.h"
 #include "rt/outbox.h"
 #include "rt/storage.h"
 
@@ -508,7 +509,7 @@ static const route_t upload_routes[] = {
      UPLOAD_BODY_LIMIT},
 };
 
-void files_upload_register(void)
+void routes_files_upload_register(void)
 {
     router_add(upload_routes, sizeof(upload_routes) / sizeof(upload_routes[0]));
     http_set_body_filter(files_render_refs);

@@ -229,7 +229,7 @@ static void health(http_req_t *req)
     st->pending = CHK_N;
     st->reply = health_reply;
     http_req_ref(req);
-    db_query("SELECT 1", 0, NULL, on_db, st);
+    db_query(SQL_HEALTH_PING, 0, NULL, on_db, st);
     redis_ping(on_redis, st);
     probe_get(&storage_check, st, CHK_STORAGE);
     probe_get(&mail_check, st, CHK_MAIL);

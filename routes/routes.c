@@ -34,6 +34,8 @@ void routes_init(uv_loop_t *loop)
     routes_mentorships_register();
     routes_sessions_register();
     routes_files_register();
+    routes_files_upload_register();
+    routes_files_local_register();
     routes_chat_register(loop);
     routes_metrics_register(loop);
     routes_openapi_register();

@@ -30,7 +30,11 @@ void routes_push_tokens_register(void);
 void routes_events_register(void);
 void routes_mentorships_register(void);
 void routes_sessions_register(void);
+/* The files area's three route files register apart (files.c, files_upload.c, files_local.c),
+ * so that files.c, whose rules the other two use, calls none of them. */
 void routes_files_register(void);
+void routes_files_upload_register(void);
+void routes_files_local_register(void);
 void routes_chat_register(uv_loop_t *loop);
 void routes_metrics_register(uv_loop_t *loop);
 void routes_openapi_register(void);

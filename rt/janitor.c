@@ -7,24 +7,16 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "db/db.h"
-
-/* Batches bound the locks one run holds; a backlog drains over a few runs. */
-static const char SQL_CLEAN[] =
-    "WITH o AS (DELETE FROM outbox WHERE id IN (SELECT id FROM outbox"
-    "   WHERE (sent_at IS NOT NULL AND sent_at < now() - make_interval(secs => $1::int))"
-    "   OR (sent_at IS NULL AND attempts >= 10 AND created_at < now() - interval '30 days')"
-    "   LIMIT 5000) RETURNING 1),"
-    " s AS (DELETE FROM sessions WHERE id IN (SELECT id FROM sessions"
-    "   WHERE expires_at < now() LIMIT 5000) RETURNING 1),"
-    " v AS (DELETE FROM verifications WHERE id IN (SELECT id FROM verifications"
-    "   WHERE (used_at IS NOT NULL AND used_at < now() - interval '1 day')"
-    "   OR expires_at < now() - interval '1 day' LIMIT 5000) RETURNING 1)"
-    " SELECT (SELECT count(*) FROM o), (SELECT count(*) FROM s), (SELECT count(*) FROM v)";
+#include "db/q_janitor.h"
+#include "rt/outbox.h"
+#include "rt/storage.h"
 
 static struct {
     uv_timer_t timer;
+    uv_timer_t uploads_timer;
     bool started;
-    bool running; /* a run is in flight */
+    bool running;         /* a run is in flight */
+    bool uploads_running; /* an uploads run is in flight */
     bool stopped;
     char keep[16];
 } J;
@@ -37,7 +29,9 @@ static void on_cleaned(db_result_t *r, void *data)
         if (!r->conn_lost) log_warn("janitor: %s", r->error ? r->error : "query failed");
         return;
     }
-    long long o = db_getll(r, 0, 0, 0), s = db_getll(r, 0, 1, 0), v = db_getll(r, 0, 2, 0);
+    long long o = db_getll(r, 0, JANITOR_CLEAN_OUTBOX, 0);
+    long long s = db_getll(r, 0, JANITOR_CLEAN_SESSIONS, 0);
+    long long v = db_getll(r, 0, JANITOR_CLEAN_VERIFICATIONS, 0);
     if (o || s || v)
         log_info("janitor: deleted %lld outbox row(s), %lld session(s), %lld token(s)", o, s, v);
 }
@@ -48,7 +42,32 @@ static void on_tick(uv_timer_t *t)
     if (J.running || J.stopped) return;
     J.running = true;
     const char *params[] = {J.keep};
-    db_query(SQL_CLEAN, 1, params, on_cleaned, NULL);
+    db_query(SQL_JANITOR_CLEAN, 1, params, on_cleaned, NULL);
+}
+
+static void on_uploads_done(db_result_t *r, void *data)
+{
+    (void)data;
+    J.uploads_running = false;
+    if (!r->ok) {
+        if (!r->conn_lost) log_warn("storage janitor: %s", r->error ? r->error : "failed");
+        return;
+    }
+    long long n = db_getll(r, 0, JANITOR_UPLOADS_QUEUED, 0);
+    if (n > 0) {
+        log_info("storage janitor: %lld unregistered upload(s) queued for deletion", n);
+        outbox_kick();
+    }
+}
+
+static void on_uploads_tick(uv_timer_t *t)
+{
+    (void)t;
+    if (J.stopped) return;
+    storage_sweep_tmp();
+    if (J.uploads_running) return;
+    J.uploads_running = true;
+    db_query(SQL_JANITOR_UPLOADS, 0, NULL, on_uploads_done, NULL);
 }
 
 int janitor_init(uv_loop_t *loop)
@@ -58,11 +77,15 @@ int janitor_init(uv_loop_t *loop)
     int keep = cfg.janitor_outbox_keep_seconds;
     snprintf(J.keep, sizeof(J.keep), "%d", keep);
     int rc = uv_timer_init(loop, &J.timer);
+    if (rc == 0) rc = uv_timer_init(loop, &J.uploads_timer);
     if (rc != 0) return rc;
     uv_unref((uv_handle_t *)&J.timer);
     J.started = true;
     J.stopped = false;
-    return uv_timer_start(&J.timer, on_tick, 5000, (uint64_t)every * 1000);
+    rc = uv_timer_start(&J.timer, on_tick, 5000, (uint64_t)every * 1000);
+    if (rc != 0) return rc;
+    every = cfg.storage_janitor_interval_seconds;
+    return uv_timer_start(&J.uploads_timer, on_uploads_tick, 5000, (uint64_t)every * 1000);
 }
 
 void janitor_shutdown(void)
@@ -71,5 +94,7 @@ void janitor_shutdown(void)
     J.started = false;
     J.stopped = true;
     uv_timer_stop(&J.timer);
+    uv_timer_stop(&J.uploads_timer);
     uv_close((uv_handle_t *)&J.timer, NULL);
+    uv_close((uv_handle_t *)&J.uploads_timer, NULL);
 }

@@ -9,6 +9,11 @@
  *     of a late link distinct from "invalid").
  * Each run is one statement with bounded batches; it runs in every worker (DELETE is idempotent).
  * A failed run is logged and retried at the next tick.
+ *
+ * A second timer, every STORAGE_JANITOR_INTERVAL_SECONDS (default 3600), forgets keys presigned
+ * more than 24 hours ago that no upload registered and queues the deletion of their objects in
+ * the outbox (storage_delete rows, sent by rt/outbox.c through rt/storage.c), and sweeps
+ * orphaned temporary upload files (storage_sweep_tmp).
  */
 #pragma once
 #include <uv.h>

@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "db/db.h"
+#include "db/q_outbox.h"
 #include "domain/crypto.h"
 #include "rt/mail.h"
 #include "rt/push.h"
@@ -40,30 +41,6 @@
 #define OUTBOX_MAX_INFLIGHT 16
 #define OUTBOX_BACKOFF_BASE_S 5
 #define OUTBOX_BACKOFF_MAX_S 3600
-
-static const char SQL_CLAIM[] =
-    "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '2 minutes' "
-    "WHERE id IN (SELECT id FROM outbox WHERE sent_at IS NULL AND next_attempt_at <= now() "
-    "AND attempts < 10 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) "
-    "RETURNING id, kind, payload, attempts";
-/* A mail body may carry a live reset, verification or invite link: once the row is sent or
- * given up, only the envelope stays (the tokens themselves are stored hashed elsewhere). */
-#define STRIP_BODY(cond)                                                                           \
-    "payload = CASE WHEN kind = 'mail' AND (" cond ") THEN payload - 'text' - 'html'"              \
-    " ELSE payload END"
-static const char SQL_SENT[] =
-    "UPDATE outbox SET sent_at = now(), last_error = NULL, " STRIP_BODY("true") " WHERE id = $1";
-/* The last allowed attempt failing gives the row up (the claim never takes it again). */
-static const char SQL_RETRY[] =
-    "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
-    "last_error = $2, " STRIP_BODY("attempts >= 10") " WHERE id = $1";
-static const char SQL_RETRY_TOKENS[] =
-    "UPDATE outbox SET next_attempt_at = now() + $3::int * interval '1 second', "
-    "last_error = $2, payload = jsonb_set(payload, '{to}', $4::jsonb) WHERE id = $1";
-static const char SQL_DEAD[] =
-    "UPDATE outbox SET attempts = GREATEST(attempts, 10), last_error = $2, " STRIP_BODY(
-        "true") " WHERE id = $1";
-static const char SQL_DELETE_TOKEN[] = "DELETE FROM push_tokens WHERE token = $1";
 
 enum { JOB_MAIL, JOB_PUSH, JOB_STORAGE_DELETE };
 
@@ -175,7 +152,7 @@ static void claim(void)
     O.more = false;
     O.claim_limit = room < OUTBOX_CLAIM_MAX ? room : OUTBOX_CLAIM_MAX;
     snprintf(limit, sizeof(limit), "%d", O.claim_limit);
-    db_query(SQL_CLAIM, 1, params, on_claimed, NULL);
+    db_query(SQL_OUTBOX_CLAIM, 1, params, on_claimed, NULL);
 }
 
 static void on_claimed(db_result_t *r, void *data)
@@ -198,11 +175,13 @@ static void on_claimed(db_result_t *r, void *data)
     }
     for (i = 0; i < n; i++) {
         ob_job_t *j = xcalloc(1, sizeof(*j));
-        const char *kind = db_get(r, i, 1), *payload = db_get(r, i, 2);
+        const char *kind = db_get(r, i, OUTBOX_CLAIM_KIND);
+        const char *payload = db_get(r, i, OUTBOX_CLAIM_PAYLOAD);
+        const char *id = db_get(r, i, OUTBOX_CLAIM_ID);
         json_error_t jerr;
 
-        snprintf(j->id, sizeof(j->id), "%s", db_get(r, i, 0) ? db_get(r, i, 0) : "0");
-        j->attempts = (int)db_getll(r, i, 3, 1);
+        snprintf(j->id, sizeof(j->id), "%s", id ? id : "0");
+        j->attempts = (int)db_getll(r, i, OUTBOX_CLAIM_ATTEMPTS, 1);
         j->kind = kind && strcmp(kind, "push") == 0             ? JOB_PUSH
                   : kind && strcmp(kind, "storage_delete") == 0 ? JOB_STORAGE_DELETE
                                                                 : JOB_MAIL;
@@ -350,7 +329,7 @@ static void on_push_done(const push_result_t *r, void *data)
         const char *params[1] = {r->unregistered[i]};
 
         log_info("outbox: forgetting unregistered push token");
-        db_query(SQL_DELETE_TOKEN, 1, params, on_token_deleted, NULL);
+        db_query(SQL_OUTBOX_FORGET_TOKEN, 1, params, on_token_deleted, NULL);
     }
     if (r->ok) {
         j->sent_batches++;
@@ -383,14 +362,14 @@ static void job_finish(ob_job_t *j, const char *error, bool permanent)
     if (!error) {
         const char *params[1] = {j->id};
 
-        db_query(SQL_SENT, 1, params, on_updated, j);
+        db_query(SQL_OUTBOX_SENT, 1, params, on_updated, j);
         return;
     }
     if (permanent) {
         const char *params[2] = {j->id, error};
 
         log_warn("outbox: row %s cannot be sent: %s", j->id, error);
-        db_query(SQL_DEAD, 2, params, on_updated, j);
+        db_query(SQL_OUTBOX_DEAD, 2, params, on_updated, j);
         return;
     }
     snprintf(secs, sizeof(secs), "%d", backoff_seconds(j->attempts));
@@ -398,14 +377,14 @@ static void job_finish(ob_job_t *j, const char *error, bool permanent)
         char *tokens = json_dumps(j->failed_tokens, JSON_COMPACT);
         const char *params[4] = {j->id, error, secs, tokens};
 
-        db_query(SQL_RETRY_TOKENS, 4, params, on_updated, j);
+        db_query(SQL_OUTBOX_RETRY_TOKENS, 4, params, on_updated, j);
         free(tokens);
         return;
     }
     {
         const char *params[3] = {j->id, error, secs};
 
-        db_query(SQL_RETRY, 3, params, on_updated, j);
+        db_query(SQL_OUTBOX_RETRY, 3, params, on_updated, j);
     }
 }
 

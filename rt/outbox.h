@@ -1,14 +1,16 @@
 /*
- * Transactional outbox for mail and push. Routes write rows into the `outbox` table in the same
- * statement/transaction as the change that causes them (db/outbox SQL helpers below); after
- * commit they call outbox_kick(). The drainer claims due rows with a lease (UPDATE ... FOR UPDATE
- * SKIP LOCKED, so several workers never send one row twice), sends them through libcurl multi,
- * marks them sent, or schedules a retry with exponential backoff (max 10 attempts).
+ * Transactional outbox for mail, push and stored-object deletions. Routes (and rt/janitor.c)
+ * write rows into the `outbox` table in the same statement/transaction as the change that causes
+ * them; after commit they call outbox_kick(). The drainer (its statements: db/queries/outbox.sql)
+ * claims due rows with a lease (UPDATE ... FOR UPDATE SKIP LOCKED, so several workers never send
+ * one row twice), sends them through libcurl multi, marks them sent, or schedules a retry with
+ * exponential backoff (max 10 attempts).
  *
  * Row payloads (jsonb):
  *   kind 'mail': {"to": "...", "subject": "...", "text": "...", "html": "..."(optional)}
  *   kind 'push': {"to": ["ExponentPushToken[..]", ...], "title": "...", "body": "...",
  *                 "data": {...}}   (sent in batches of at most 100 messages)
+ *   kind 'storage_delete': {"key": "..."}   (rt/storage.h storage_delete)
  */
 #pragma once
 #include <uv.h>

@@ -26,16 +26,15 @@
 #include "core/random.h"
 #include "core/url.h"
 #include "db/db.h"
+#include "db/q_storage.h"
 #include "domain/crypto.h"
 #include "domain/sigv4.h"
 #include "domain/text.h"
 #include "rt/curlm.h"
-#include "rt/outbox.h"
 
 #define KEY_MAX 400
 #define FILENAME_KEY_MAX 100
 #define SECRET_MIN 32
-#define JANITOR_AGE "24 hours"
 
 static struct {
     uv_loop_t *loop;
@@ -45,8 +44,6 @@ static struct {
     size_t secret_len;
     uv_timer_t secret_timer; /* retries loading the database secret until it is there */
     bool secret_loading;     /* its statement is in flight: a slow database gets one at a time */
-    uv_timer_t janitor;
-    bool janitor_running;
     bool sweep_running;
     uv_work_t sweep;
     int swept;
@@ -57,9 +54,6 @@ static struct {
 
 static void load_secret(uv_timer_t *t);
 static void on_secret(db_result_t *r, void *data);
-static void on_janitor(uv_timer_t *t);
-static void on_janitor_done(db_result_t *r, void *data);
-static void tmp_sweep_start(void);
 
 /* ---- setup ---- */
 
@@ -67,7 +61,7 @@ static void on_secret(db_result_t *r, void *data)
 {
     (void)data;
     S.secret_loading = false;
-    const char *v = r->ok ? db_get(r, 0, 0) : NULL;
+    const char *v = r->ok ? db_get(r, 0, STORAGE_SECRET_VALUE) : NULL;
     if (!v || strlen(v) < SECRET_MIN || strlen(v) >= sizeof(S.secret)) {
         if (r->ok) log_error("storage: server_secrets has no storage_url_key");
         return; /* the timer tries again */
@@ -82,8 +76,7 @@ static void load_secret(uv_timer_t *t)
     (void)t;
     if (S.secret_len || S.secret_loading) return;
     S.secret_loading = true;
-    db_query("SELECT value FROM server_secrets WHERE name = 'storage_url_key'", 0, NULL, on_secret,
-             NULL);
+    db_query(SQL_STORAGE_SECRET, 0, NULL, on_secret, NULL);
 }
 
 int storage_init(uv_loop_t *loop)
@@ -121,13 +114,10 @@ int storage_init(uv_loop_t *loop)
     if (hn == 0) S.host[hn++] = '_';
     S.host[hn] = '\0';
     int rc = uv_timer_init(loop, &S.secret_timer);
-    if (rc == 0) rc = uv_timer_init(loop, &S.janitor);
     if (rc != 0) return rc;
     S.started = true;
-    tmp_sweep_start(); /* what a crashed worker left behind */
+    storage_sweep_tmp(); /* what a crashed worker left behind */
     if (!S.secret_len) uv_timer_start(&S.secret_timer, load_secret, 0, 1000);
-    int every = cfg.storage_janitor_interval_seconds;
-    uv_timer_start(&S.janitor, on_janitor, 5000, (uint64_t)every * 1000);
     return 0;
 }
 
@@ -136,9 +126,7 @@ void storage_shutdown(void)
     if (!S.started) return;
     S.started = false;
     uv_timer_stop(&S.secret_timer);
-    uv_timer_stop(&S.janitor);
     uv_close((uv_handle_t *)&S.secret_timer, NULL);
-    uv_close((uv_handle_t *)&S.janitor, NULL);
 }
 
 static bool s3_configured(void)
@@ -230,49 +218,11 @@ static void on_sweep_done(uv_work_t *w, int status)
     if (S.swept > 0) log_info("storage: removed %d orphaned temporary upload file(s)", S.swept);
 }
 
-static void tmp_sweep_start(void)
+void storage_sweep_tmp(void)
 {
-    if (S.sweep_running) return;
+    if (!S.started || S.sweep_running) return;
     S.sweep_running = true;
     if (uv_queue_work(S.loop, &S.sweep, on_sweep_work, on_sweep_done) != 0) S.sweep_running = false;
-}
-
-/* ---- janitor ---- */
-
-/* Keys presigned more than 24 hours ago: the row goes, and unless a file record took the key,
- * the object is deleted through the outbox (after this statement commits, retried until it
- * succeeds). */
-static const char SQL_JANITOR[] =
-    "WITH d AS (DELETE FROM file_uploads WHERE created_at < now() - interval '" JANITOR_AGE "'"
-    "   RETURNING storage_key),"
-    " q AS (INSERT INTO outbox (kind, payload)"
-    "   SELECT 'storage_delete', jsonb_build_object('key', d.storage_key) FROM d"
-    "   WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.storage_key = d.storage_key)"
-    "   RETURNING 1)"
-    " SELECT count(*) FROM q";
-
-static void on_janitor_done(db_result_t *r, void *data)
-{
-    (void)data;
-    S.janitor_running = false;
-    if (!r->ok) {
-        if (!r->conn_lost) log_warn("storage janitor: %s", r->error ? r->error : "failed");
-        return;
-    }
-    long long n = db_getll(r, 0, 0, 0);
-    if (n > 0) {
-        log_info("storage janitor: %lld unregistered upload(s) queued for deletion", n);
-        outbox_kick();
-    }
-}
-
-static void on_janitor(uv_timer_t *t)
-{
-    (void)t;
-    tmp_sweep_start();
-    if (S.janitor_running) return;
-    S.janitor_running = true;
-    db_query(SQL_JANITOR, 0, NULL, on_janitor_done, NULL);
 }
 
 /* ---- keys, names, headers ---- */

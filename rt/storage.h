@@ -37,8 +37,10 @@ enum storage_err {
     STORAGE_EEXIST = -4,  /* local writer: the key already holds an object (never replaced) */
 };
 
-/* Reads the driver settings, loads the local secret and starts the janitor that deletes
- * objects presigned but never registered (after 24 h). 0 or a negative uv error. */
+/* Reads the driver settings, loads the local secret and sweeps orphaned temporary files. 0 or a
+ * negative uv error. Objects presigned but never registered are rt/janitor.c's: it forgets
+ * their keys after 24 h and queues their deletion in the outbox, whose storage_delete rows
+ * call storage_delete (so storage depends on neither). */
 int storage_init(uv_loop_t *loop);
 void storage_shutdown(void);
 /* True when presigning works (s3 fully configured, or local with its secret loaded). */
@@ -112,12 +114,16 @@ void storage_check(storage_done_cb cb, void *data);
  * everything written so far.
  *
  * Temporary files are named "<host>-<pid>-<random>.part", so the sweep (at start-up and with
- * every janitor run) removes those of workers of this host that are no longer running (a
- * crash), and any older than STORAGE_TMP_MAX_AGE (another host's crash on a shared folder).
+ * every storage janitor run, storage_sweep_tmp) removes those of workers of this host that are
+ * no longer running (a crash), and any older than STORAGE_TMP_MAX_AGE (another host's crash on
+ * a shared folder).
  */
 #define STORAGE_TMP_MAX_AGE (6 * 3600)
 #define STORAGE_WRITER_CHUNK (256 * 1024)
 typedef struct storage_writer storage_writer_t;
+/* Starts a sweep of STORAGE_DIR/.tmp on the thread pool, unless one is running (or storage is
+ * not started). */
+void storage_sweep_tmp(void);
 /* on_drain(data) fires when a writer that asked the caller to pause can take more. */
 storage_writer_t *storage_writer_new(void (*on_drain)(void *data), void *data);
 /* Copies len bytes in. Returns true when the caller should pause its source until on_drain

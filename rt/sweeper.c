@@ -7,14 +7,8 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "db/db.h"
+#include "db/q_sweeper.h"
 #include "rt/events.h"
-
-static const char SQL_SWEEP[] =
-    "WITH s AS (UPDATE mentorship_sessions SET status = 'missed', updated_at = now()"
-    "   WHERE status IN ('scheduled', 'confirmed') AND ends_at < now() - interval '30 minutes'"
-    "   RETURNING mentorship_id)"
-    " SELECT m.id, m.coach_id, m.teacher_id, (SELECT count(*) FROM s), m.organization_id"
-    " FROM mentorships m WHERE m.id IN (SELECT mentorship_id FROM s)";
 
 static struct {
     uv_timer_t timer;
@@ -36,15 +30,17 @@ static void on_swept(db_result_t *r, void *data)
     }
     int n = db_nrows(r);
     if (n == 0) return;
-    log_info("sweeper: %lld session(s) missed in %d mentorship(s)", db_getll(r, 0, 3, 0), n);
+    log_info("sweeper: %lld session(s) missed in %d mentorship(s)",
+             db_getll(r, 0, SWEEPER_MISSED_SESSIONS, 0), n);
     if (sw.stopped) return;
     for (int i = 0; i < n; i++) {
-        const char *id = db_get(r, i, 0);
+        const char *id = db_get(r, i, SWEEPER_MISSED_MENTORSHIP_ID);
         char data_json[128];
         snprintf(data_json, sizeof(data_json), "{\"action\":\"updated\",\"mentorshipId\":\"%s\"}",
                  id);
-        events_publish(db_get(r, i, 4), id, db_get(r, i, 1), db_get(r, i, 2), "session-update",
-                       data_json, true);
+        events_publish(db_get(r, i, SWEEPER_MISSED_ORGANIZATION_ID), id,
+                       db_get(r, i, SWEEPER_MISSED_COACH_ID),
+                       db_get(r, i, SWEEPER_MISSED_TEACHER_ID), "session-update", data_json, true);
     }
 }
 
@@ -53,7 +49,7 @@ static void on_tick(uv_timer_t *t)
     (void)t;
     if (sw.running || sw.stopped) return;
     sw.running = true;
-    db_query(SQL_SWEEP, 0, NULL, on_swept, NULL);
+    db_query(SQL_SWEEPER_MISSED, 0, NULL, on_swept, NULL);
 }
 
 int sweeper_init(uv_loop_t *loop)

@@ -1,4 +1,4 @@
--- GET /api/health/ready (routes/health.c).
+-- GET /api/health and /api/health/ready (routes/health.c).
 
 -- name: health_ready
 -- columns: migrated
@@ -8,3 +8,8 @@
 SELECT NOT EXISTS (SELECT unnest($1::text[])
                    EXCEPT
                    SELECT version FROM schema_migrations) AS migrated;
+
+-- name: health_ping
+-- columns: up
+-- GET /api/health: the database answers through the pool.
+SELECT 1 AS up;
