@@ -31,7 +31,7 @@ void routes_events_register(void);
 void routes_mentorships_register(void);
 void routes_sessions_register(void);
 void routes_files_register(void);
-void routes_chat_register(uv_loop_t *loop);
+void routes_chat_register(void);
 void routes_metrics_register(uv_loop_t *loop);
 void routes_openapi_register(void);
 void routes_docs_register(void);
