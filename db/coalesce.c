@@ -201,8 +201,8 @@ static void on_result(db_result_t *r, void *data)
     /* The key's next statement leaves before this one's callers are handled. */
     if (b->e) entry_after(c, b->e);
     if (!r->ok && !r->conn_lost && c->o.retry_alone && b->n > 1) {
-        log_warn("db: a coalesced statement of %d callers failed (%s %s), each is sent alone",
-                 b->n, r->sqlstate ? r->sqlstate : "-", r->error ? r->error : "");
+        log_warn("db: a coalesced statement of %d callers failed (%s %s), each is sent alone", b->n,
+                 r->sqlstate ? r->sqlstate : "-", r->error ? r->error : "");
         for (int i = 0; i < b->n; i++)
             send_alone(c, b->items[i]);
         free(b);

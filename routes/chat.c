@@ -20,8 +20,9 @@
  * Every request first reads the mentorship (and what else it needs) in one statement, decides
  * in C, then writes in one atomic statement whose WHERE repeats the conditions that a
  * concurrent request could change (a message deleted meanwhile matches nothing). History and
- * search pages are written as JSON in C from plain rows; single messages (a post, an edit) are
- * rendered by PostgreSQL (chat_message_json, migration 0010) in the statement of the write. Events
+ * search pages, and new posts, are written as JSON in C from plain rows; an edited message, and a
+ * post found again by its clientMessageId, are rendered by PostgreSQL (chat_message_json,
+ * migration 0010) in the statement that reads or writes them. Events
  * go out after the write committed, on the mentorship's channel and the user channels of the coach,
  * the teacher and the organization's Managers and OrganizationAdmins. A new message is pushed
  * (through the outbox, in the statement that inserts it) to the coach and the teacher other than
@@ -631,8 +632,9 @@ static void post_on_loaded(db_result_t *r, int row, void *data)
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
     } else {
         /* The reference taken for the access read is kept for the insert. */
-        const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
-                                st->client_id, st->reply_to,        st->attachments, c->display_name};
+        const char *params[] = {st->id,          st->x.mentorship_id, c->user_id,
+                                st->body,        st->client_id,       st->reply_to,
+                                st->attachments, c->display_name};
         db_coalesce_add(post_inserts, "", params, post_on_inserted, req);
         return;
     }

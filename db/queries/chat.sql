@@ -159,7 +159,8 @@ WHERE m.id = $1::uuid;
 -- v4) rather than NULL: with NULL a custom plan could drop the probe and look cheaper than the
 -- generic one, and PostgreSQL planned the statement on every execution.
 WITH s AS MATERIALIZED (
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::text[])
+         SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::uuid[]),
+                              (SELECT $4::uuid[]), (SELECT $5::text[]))
                        WITH ORDINALITY AS s(mentorship, sender, cid, reply, files, ord)),
      acc AS MATERIALIZED (
          SELECT m.id, m.organization_id, m.coach_id, m.teacher_id,
@@ -205,8 +206,9 @@ ORDER BY s.ord;
 -- clientMessageId already has a message gets no row. pushes: the push rows queued by the whole
 -- statement.
 WITH src AS MATERIALIZED (
-         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::uuid[],
-                              $6::uuid[], $7::text[], $8::text[])
+         SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::uuid[]), (SELECT $3::text[]),
+                              (SELECT $4::text[]), (SELECT $5::uuid[]), (SELECT $6::uuid[]),
+                              (SELECT $7::text[]), (SELECT $8::text[]))
                        WITH ORDINALITY AS s(id, mentorship, sender, body, cid, reply, files,
                                             title, ord)),
      n AS MATERIALIZED (SELECT mentorship, count(*)::int AS k FROM src GROUP BY mentorship),

@@ -180,7 +180,7 @@ static void test_ordering(void **state)
     assert_string_equal(got[0].v, "a");
     assert_string_equal(got[1].v, "b\"q");
     assert_true(!got[2].norow && got[2].v[0] == '\0'); /* NULL came back as NULL */
-    assert_true(got[3].norow);                          /* no row for it */
+    assert_true(got[3].norow);                         /* no row for it */
     assert_string_equal(got[4].v, "e\\s");
     assert_string_equal(got[5].v, "f,g");
     assert_int_equal(got[0].n, 6); /* one statement for all */
