@@ -154,23 +154,28 @@ WHERE m.id = $1::uuid;
 -- exists, ord its position. reply_here: the reply target is in this mentorship (NULL: no such
 -- message); files_found, files_own: attachment files found, of those uploaded by the caller;
 -- existing: the message of this clientMessageId. Each mentorship's access columns are read
--- once (a materialized CTE: the administrators' list is a subquery), however many posts it
--- has. An absent reply target or clientMessageId is the nil UUID (no message has it: ids are
--- v4) rather than NULL: with NULL a custom plan could drop the probe and look cheaper than the
--- generic one, and PostgreSQL planned the statement on every execution.
+-- once, however many posts it has, and each organization's administrators' list (a subquery)
+-- once, however many of its mentorships the posts name. The arrays are read through
+-- sub-selects, so that PostgreSQL does not see their length when it plans: a custom plan for a
+-- post alone looked far cheaper than the generic plan (estimated for longer arrays), and the
+-- statement was planned on every execution. An absent reply target or clientMessageId is the
+-- nil UUID (no message has it: ids are v4) rather than NULL, for the same reason.
 WITH s AS MATERIALIZED (
          SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::uuid[]),
                               (SELECT $4::uuid[]), (SELECT $5::text[]))
                        WITH ORDINALITY AS s(mentorship, sender, cid, reply, files, ord)),
      acc AS MATERIALIZED (
-         SELECT m.id, m.organization_id, m.coach_id, m.teacher_id,
+         SELECT m.id, m.organization_id, m.coach_id, m.teacher_id
+         FROM mentorships m
+         WHERE m.id IN (SELECT mentorship FROM s)),
+     adm AS MATERIALIZED (
+         SELECT o.organization_id,
                 (SELECT string_agg(om.user_id, ',') FROM organization_memberships om
-                 WHERE om.organization_id = m.organization_id
+                 WHERE om.organization_id = o.organization_id
                    AND om.membership_status = 'active'
                    AND om.role_in_organization IN ('Manager', 'OrganizationAdmin')) AS admins
-         FROM mentorships m
-         WHERE m.id IN (SELECT mentorship FROM s))
-SELECT acc.organization_id, acc.coach_id, acc.teacher_id, acc.admins,
+         FROM (SELECT DISTINCT organization_id FROM acc) o)
+SELECT acc.organization_id, acc.coach_id, acc.teacher_id, adm.admins,
        (SELECT c.mentorship_id = acc.id FROM chat_messages c
         WHERE c.id = COALESCE(s.reply, '00000000-0000-0000-0000-000000000000'::uuid))
            AS reply_here,
@@ -183,7 +188,7 @@ SELECT acc.organization_id, acc.coach_id, acc.teacher_id, acc.admins,
                                              '00000000-0000-0000-0000-000000000000'::uuid))
            AS existing,
        s.ord
-FROM s JOIN acc ON acc.id = s.mentorship
+FROM s JOIN acc ON acc.id = s.mentorship JOIN adm ON adm.organization_id = acc.organization_id
 ORDER BY s.ord;
 
 -- name: chat_post_insert
@@ -204,7 +209,7 @@ ORDER BY s.ord;
 -- post's position, in the layout of chat_history (access columns, reactions and version NULL;
 -- attachments NULL when none), which C writes as JSON like a history page; a post whose
 -- clientMessageId already has a message gets no row. pushes: the push rows queued by the whole
--- statement.
+-- statement. The arrays are read through sub-selects, as in chat_post_load (generic plans).
 WITH src AS MATERIALIZED (
          SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::uuid[]), (SELECT $3::text[]),
                               (SELECT $4::text[]), (SELECT $5::uuid[]), (SELECT $6::uuid[]),
