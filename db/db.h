@@ -38,6 +38,8 @@ typedef void (*db_tx_cb)(db_tx_t *tx, db_result_t *r, void *data);
 int db_init(uv_loop_t *loop, const char *conninfo, int pool_size);
 /* Closes every connection; pending callbacks get conn_lost. */
 void db_shutdown(void);
+/* The loop db_init was given (NULL before): for db/'s own handles (coalesce.h). */
+uv_loop_t *db_loop(void);
 /* True when at least one connection is up. */
 bool db_available(void);
 /* Pool figures for /metrics: connections by state, statements waiting for a connection, and

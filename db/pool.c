@@ -1002,6 +1002,11 @@ done:
     return rc;
 }
 
+uv_loop_t *db_loop(void)
+{
+    return pool.loop;
+}
+
 void db_shutdown(void)
 {
     if (pool.state != POOL_RUNNING) return;

@@ -20,8 +20,9 @@
  * Every request first reads the mentorship (and what else it needs) in one statement, decides
  * in C, then writes in one atomic statement whose WHERE repeats the conditions that a
  * concurrent request could change (a message deleted meanwhile matches nothing). History and
- * search pages are written as JSON in C from plain rows; single messages (a post, an edit) are
- * rendered by PostgreSQL (chat_message_json, migration 0010) in the statement of the write. Events
+ * search pages, and new posts, are written as JSON in C from plain rows; an edited message, and a
+ * post found again by its clientMessageId, are rendered by PostgreSQL (chat_message_json,
+ * migration 0010) in the statement that reads or writes them. Events
  * go out after the write committed, on the mentorship's channel and the user channels of the coach,
  * the teacher and the organization's Managers and OrganizationAdmins. A new message is pushed
  * (through the outbox, in the statement that inserts it) to the coach and the teacher other than
@@ -38,6 +39,7 @@
 #include "core/mem.h"
 #include "core/random.h"
 #include "core/router.h"
+#include "db/coalesce.h"
 #include "db/db.h"
 #include "db/queries.h"
 #include "db/q_chat.h"
@@ -116,7 +118,7 @@ SAME_ACCESS_COLS(CHAT_RECEIPT_LOAD);
     DB_SAME_COLUMN(S, CHAT_HISTORY, USER_AVATAR_URL);                                              \
     DB_SAME_COLUMN(S, CHAT_HISTORY, ATTACHMENTS);                                                  \
     DB_SAME_COLUMN(S, CHAT_HISTORY, REACTIONS)
-SAME_MESSAGE_COLS(CHAT_POST_BATCH);
+SAME_MESSAGE_COLS(CHAT_POST_INSERT);
 SAME_ACCESS_COLS(CHAT_UNREAD);
 
 /* What the access read found, copied into the arena. */
@@ -126,13 +128,13 @@ typedef struct chat_ctx {
 } chat_ctx_t;
 
 /* Replies 404 / 403 and returns false when the caller may not do what `need` says
- * (perm_chat_access()); fills x from the access read otherwise. */
-/* access_or_replied on row `row` of a result with one row per request (none: not found). */
+ * (perm_chat_access()); fills x from row `row` of the access read otherwise (-1 or past the
+ * last row: not found). */
 static bool access_row_or_replied(http_req_t *req, const db_result_t *r, int row,
                                   perm_chat_need_t need, chat_ctx_t *x)
 {
     perm_actor_t a = perm_actor(context_caller(req));
-    bool found = db_nrows(r) > row;
+    bool found = row >= 0 && db_nrows(r) > row;
     if (!perm_allowed_or_replied(
             req, perm_chat_access(
                      &a, need, found ? db_get(r, row, CHAT_ACCESS_ORGANIZATION_ID) : NULL,
@@ -514,16 +516,41 @@ static void list_messages(http_req_t *req)
     }
 }
 
-/* ---- post ---- */
+/* ---- post ----
+ *
+ * A post goes through two coalescers (db/coalesce.h), so that under load a statement and a
+ * commit serve many posts:
+ *
+ *   - its access read (chat_post_load: the mentorship's access columns, whether its
+ *     clientMessageId was seen, whether its reply target is in the mentorship, its attachment
+ *     files) joins the other posts read in the same loop turn, of any mentorship: a one-row
+ *     statement per post was most of PostgreSQL's CPU per post under a burst. Every post of a
+ *     group arrived before its statement was sent, so each sees everything committed before it
+ *     arrived.
+ *   - its insert (chat_post_insert) joins the posts that wait while POST_INFLIGHT_MAX inserts
+ *     are in flight, of any mentorship, up to POST_BATCH_MAX: one statement and one commit (WAL
+ *     flush) for the group. A post with attachments takes the same statement. The statement
+ *     takes the clock rows of its mentorships in id order, so concurrent inserts (the second of
+ *     this worker, those of other workers) that share a mentorship wait for each other and
+ *     never deadlock; posts of one mentorship commit in createdAt order. Two in flight, not
+ *     one: the second waits on the clock rows inside PostgreSQL and starts the moment the first
+ *     commits, instead of after its answer has come back and been handled. A lone post goes at
+ *     once, so it waits for nothing. When a group fails (a reply target or a sender removed
+ *     meanwhile), each of its posts is sent again alone and gets its own answer.
+ *
+ * The answer (201) and the events leave after the insert committed; the push rows are queued
+ * by the insert itself. */
+#define POST_BATCH_MAX 64
+#define POST_INFLIGHT_MAX 2
 
 typedef struct post_state {
     chat_ctx_t x;
     char id[IDS_UUID_LEN + 1];
     const char *body, *client_id, *reply_to, *attachments;
     int nattachments;
-    http_req_t *req;         /* while queued or in a batch (holding a reference) */
-    struct post_state *next; /* in its lane's queue */
 } post_state_t;
+
+static db_coalesce_t *post_loads, *post_inserts;
 
 static void post_on_existing(http_req_t *req, db_result_t *r)
 {
@@ -555,348 +582,63 @@ static void post_finish(http_req_t *req, const char *json, size_t len, long long
     reply_data(req, 201, msg);
 }
 
-static void post_on_inserted(http_req_t *req, db_result_t *r)
+/* A waiting post whose client left is not sent (db/coalesce.h "gone"). */
+static bool post_gone(void *data)
 {
-    if (!db_ok_or_reply(req, r)) return;
-    if (db_nrows(r) == 0) {
-        post_finish(req, NULL, 0, 0);
-        return;
+    return http_req_gone(data);
+}
+
+static void post_on_inserted(db_result_t *r, int row, void *data)
+{
+    http_req_t *req = data;
+    post_state_t *st = req->data;
+    if (!r || http_req_gone(req)) {
+        /* The client left: as for any request, the result is dropped. */
+    } else if (db_ok_or_reply(req, r)) {
+        if (row < 0) {
+            post_finish(req, NULL, 0, 0);
+        } else {
+            buf_t b = BUF_INIT;
+            message_row(&b, r, row, st->x.mentorship_id);
+            post_finish(req, b.data, b.len, db_getll(r, row, CHAT_POST_INSERT_PUSHES, 0));
+            buf_free(&b);
+        }
     }
-    post_finish(req, db_get(r, 0, CHAT_POST_INSERT_MESSAGE),
-                db_getlen(r, 0, CHAT_POST_INSERT_MESSAGE),
-                db_getll(r, 0, CHAT_POST_INSERT_PUSHES, 0));
+    http_req_unref(req);
 }
 
-/* ---- posts of one mentorship, batched ----
- *
- * Posts of a mentorship take its chat clock row's lock until they commit (SQL_CHAT_POST_INSERT), so
- * one commit at a time: with many concurrent posts in one mentorship the post rate was one
- * statement plus one commit (WAL flush) per message. Each worker therefore sends at most
- * POST_INFLIGHT_MAX inserts per mentorship at a time; posts that arrive meanwhile wait in the
- * mentorship's lane and go together in the next statement (SQL_CHAT_POST_BATCH), up to
- * POST_BATCH_MAX. One statement and one commit then cover the batch: consecutive clock ticks,
- * one upsert of the clock, of the counts and of the conversation row. createdAt stays unique and
- * posts still commit in createdAt order (a batch is one transaction, batches queue on the clock
- * row). Two in flight, not one: the second waits on the clock row inside PostgreSQL and starts
- * the moment the first commits, instead of after its answer has come back and been handled. A
- * lone post goes at once, so it waits for nothing. Posts
- * with attachments keep the single statement; if a batch fails (a reply target or a sender
- * removed meanwhile), each of its posts is sent again alone and gets its own answer. */
-#define POST_BATCH_MAX 64
-#define POST_INFLIGHT_MAX 2
-#define POST_LANES 64
-
-typedef struct post_lane {
-    char mentorship[IDS_UUID_LEN + 1]; /* "" while free */
-    int inflight;                      /* statements of this lane in flight */
-    post_state_t *head, *tail;         /* waiting posts, oldest first */
-} post_lane_t;
-
-static post_lane_t lanes[POST_LANES];
-
-typedef struct post_batch {
-    post_lane_t *lane;
-    int n;
-    post_state_t *items[POST_BATCH_MAX];
-} post_batch_t;
-
-/* Appends one element of a PostgreSQL array literal: NULL, or the text double-quoted. */
-static void array_elem(buf_t *b, const char *s)
+/* The post's checks on its row of the access read, then its insert. */
+static void post_on_loaded(db_result_t *r, int row, void *data)
 {
-    if (b->len > 1) buf_putc(b, ',');
-    if (!s) {
-        buf_puts(b, "NULL");
-        return;
-    }
-    buf_putc(b, '"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') buf_putc(b, '\\');
-        buf_putc(b, *s);
-    }
-    buf_putc(b, '"');
-}
-
-/* The slot of a mentorship in the per-mentorship tables (lanes, access-read groups). */
-static size_t mentorship_slot(const char *mentorship_id)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)mentorship_id; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h % POST_LANES;
-}
-
-static post_lane_t *lane_of(const char *mentorship_id)
-{
-    return &lanes[mentorship_slot(mentorship_id)];
-}
-
-static void post_batch_send(post_lane_t *lane);
-
-/* The post alone, through SQL_CHAT_POST_INSERT. */
-static void post_send_one(http_req_t *req)
-{
+    http_req_t *req = data;
     post_state_t *st = req->data;
     caller_t *c = context_caller(req);
-    const char *params[] = {st->id,        st->x.mentorship_id, c->user_id,      st->body,
-                            st->client_id, st->reply_to,        st->attachments, c->display_name};
-    db_req_query(req, SQL_CHAT_POST_INSERT, 8, params, post_on_inserted);
-}
-
-static void post_on_batch(db_result_t *r, void *data)
-{
-    post_batch_t *bt = data;
-    /* The batch's events go to Redis in one call (rt/events.h), after every answer is written. */
-    events_batch_begin();
-    for (int i = 0; i < bt->n; i++) {
-        post_state_t *st = bt->items[i];
-        http_req_t *req = st->req;
-        st->req = NULL;
-        if (http_req_gone(req)) {
-            /* The client left: as for a single post, the result is dropped. */
-        } else if (!r->ok && !r->conn_lost) {
-            post_send_one(req);
-        } else if (db_ok_or_reply(req, r)) {
-            int row = -1;
-            for (int k = 0; k < db_nrows(r) && row < 0; k++)
-                if (strcmp(db_get(r, k, CHAT_POST_BATCH_ID), st->id) == 0) row = k;
-            if (row < 0) {
-                post_finish(req, NULL, 0, 0);
-            } else {
-                buf_t b = BUF_INIT;
-                message_row(&b, r, row, st->x.mentorship_id);
-                post_finish(req, b.data, b.len, db_getll(r, 0, CHAT_POST_BATCH_PUSHES, 0));
-                buf_free(&b);
-            }
-        }
+    if (!r || http_req_gone(req) || !db_ok_or_reply(req, r) ||
+        !access_row_or_replied(req, r, row, PERM_CHAT_PARTICIPATE, &st->x)) {
         http_req_unref(req);
-    }
-    events_batch_end();
-    post_lane_t *lane = bt->lane;
-    free(bt);
-    lane->inflight--;
-    if (lane->head)
-        post_batch_send(lane);
-    else if (lane->inflight == 0)
-        lane->mentorship[0] = '\0';
-}
-
-/* Sends the lane's waiting posts (up to POST_BATCH_MAX) as one statement. */
-static void post_batch_send(post_lane_t *lane)
-{
-    post_batch_t *bt = xcalloc(1, sizeof(*bt));
-    bt->lane = lane;
-    buf_t ids = BUF_INIT, senders = BUF_INIT, bodies = BUF_INIT, cids = BUF_INIT,
-          replies = BUF_INIT, titles = BUF_INIT;
-    buf_t *arrays[] = {&ids, &senders, &bodies, &cids, &replies, &titles};
-    for (size_t i = 0; i < 6; i++)
-        buf_putc(arrays[i], '{');
-    while (lane->head && bt->n < POST_BATCH_MAX) {
-        post_state_t *st = lane->head;
-        lane->head = st->next;
-        st->next = NULL;
-        if (http_req_gone(st->req)) { /* the client left while it waited: not posted */
-            http_req_t *gone = st->req;
-            st->req = NULL; /* st lives in the request's arena: done with it before the unref */
-            http_req_unref(gone);
-            continue;
-        }
-        bt->items[bt->n++] = st;
-        caller_t *c = context_caller(st->req);
-        array_elem(&ids, st->id);
-        array_elem(&senders, c->user_id);
-        array_elem(&bodies, st->body);
-        array_elem(&cids, st->client_id);
-        array_elem(&replies, st->reply_to);
-        array_elem(&titles, c->display_name);
-    }
-    if (!lane->head) lane->tail = NULL;
-    for (size_t i = 0; i < 6; i++)
-        buf_putc(arrays[i], '}');
-    if (bt->n == 0) {
-        for (size_t i = 0; i < 6; i++)
-            buf_free(arrays[i]);
-        free(bt);
-        if (lane->inflight == 0) lane->mentorship[0] = '\0';
         return;
     }
-    char count[16];
-    snprintf(count, sizeof(count), "%d", bt->n);
-    const char *params[] = {lane->mentorship, count,     ids.data,     senders.data,
-                            bodies.data,      cids.data, replies.data, titles.data};
-    lane->inflight++;
-    db_query_first(SQL_CHAT_POST_BATCH, 8, params, post_on_batch, bt);
-    for (size_t i = 0; i < 6; i++)
-        buf_free(arrays[i]);
-}
-
-/* Queues a checked post in its mentorship's lane; sends it at once when the lane is idle. */
-static void post_enqueue(http_req_t *req)
-{
-    post_state_t *st = req->data;
-    post_lane_t *lane = lane_of(st->x.mentorship_id);
-    if (st->nattachments > 0 ||
-        (lane->mentorship[0] && strcmp(lane->mentorship, st->x.mentorship_id) != 0)) {
-        post_send_one(req); /* attachments, or the lane is another mentorship's just now */
-        return;
-    }
-    if (!lane->mentorship[0])
-        snprintf(lane->mentorship, sizeof(lane->mentorship), "%s", st->x.mentorship_id);
-    http_req_ref(req);
-    st->req = req;
-    if (lane->tail)
-        lane->tail->next = st;
-    else
-        lane->head = st;
-    lane->tail = st;
-    if (lane->inflight < POST_INFLIGHT_MAX) post_batch_send(lane);
-}
-
-/* The post's checks on row `row` of its access read (chat_post_load or one row per post of
- * chat_post_load_many), then its lane. */
-static void post_loaded_row(http_req_t *req, db_result_t *r, int row)
-{
-    post_state_t *st = req->data;
-    if (!access_row_or_replied(req, r, row, PERM_CHAT_PARTICIPATE, &st->x)) return;
     if (!db_isnull(r, row, CHAT_POST_LOAD_EXISTING)) {
         reply_data(req, 200,
                    with_urls(req, db_get(r, row, CHAT_POST_LOAD_EXISTING),
                              db_getlen(r, row, CHAT_POST_LOAD_EXISTING)));
-        return;
-    }
-    if (st->reply_to && (db_isnull(r, row, CHAT_POST_LOAD_REPLY_HERE) ||
-                         db_get(r, row, CHAT_POST_LOAD_REPLY_HERE)[0] != 't')) {
+    } else if (st->reply_to && (db_isnull(r, row, CHAT_POST_LOAD_REPLY_HERE) ||
+                                db_get(r, row, CHAT_POST_LOAD_REPLY_HERE)[0] != 't')) {
         http_reply_error(req, 422, "UNPROCESSABLE",
                          "replyToMessageId is not a message of this mentorship");
-        return;
-    }
-    if (db_getll(r, row, CHAT_POST_LOAD_FILES_FOUND, 0) < st->nattachments) {
+    } else if (db_getll(r, row, CHAT_POST_LOAD_FILES_FOUND, 0) < st->nattachments) {
         http_reply_error(req, 404, "NOT_FOUND", "An attached file does not exist");
-        return;
-    }
-    if (db_getll(r, row, CHAT_POST_LOAD_FILES_OWN, 0) < st->nattachments) {
+    } else if (db_getll(r, row, CHAT_POST_LOAD_FILES_OWN, 0) < st->nattachments) {
         http_reply_error(req, 403, "FORBIDDEN", "Only files you uploaded can be attached");
+    } else {
+        /* The reference taken for the access read is kept for the insert. */
+        const char *params[] = {st->id,          st->x.mentorship_id, c->user_id,
+                                st->body,        st->client_id,       st->reply_to,
+                                st->attachments, c->display_name};
+        db_coalesce_add(post_inserts, "", params, post_on_inserted, req);
         return;
     }
-    post_enqueue(req);
-}
-
-static void post_on_loaded(http_req_t *req, db_result_t *r)
-{
-    if (!db_ok_or_reply(req, r)) return;
-    post_loaded_row(req, r, 0);
-}
-
-/* ---- access reads of posts, grouped ----
- *
- * Before it joins its lane, a post reads the mentorship's access columns (and whether its
- * clientMessageId was seen, whether its reply target is in the mentorship). Under a burst a
- * one-row statement per post became most of PostgreSQL's CPU per post, competing with the batch
- * that holds the mentorship's clock row. Posts without attachments that the loop reads in one
- * turn are therefore grouped per mentorship and read with one statement (chat_post_load_many),
- * sent from a uv_check handle, which runs after the turn's I/O: every post of a group arrived
- * before its statement was sent, so each still sees everything committed before it arrived. */
-#define LOAD_GROUPS POST_LANES
-
-typedef struct load_group {
-    char mentorship[IDS_UUID_LEN + 1];
-    int n;
-    post_state_t *items[POST_BATCH_MAX];
-} load_group_t;
-
-static load_group_t *load_groups[LOAD_GROUPS]; /* filled this turn, sent by on_load_check */
-static uv_check_t load_check;
-static bool load_check_ready;
-
-static void load_on_result(db_result_t *r, void *data)
-{
-    load_group_t *g = data;
-    /* One row per post, or none when the mentorship does not exist. Any other count would be
-     * a defect: the posts are answered 503 rather than matched to rows by guess. */
-    bool shaped = r->ok && (db_nrows(r) == 0 || db_nrows(r) == g->n);
-    for (int i = 0; i < g->n; i++) {
-        post_state_t *st = g->items[i];
-        http_req_t *req = st->req;
-        st->req = NULL;
-        if (http_req_gone(req)) {
-            /* The client left: nothing to answer. */
-        } else if (!r->ok) {
-            db_ok_or_reply(req, r);
-        } else if (!shaped) {
-            log_error("req %s: grouped chat access read returned %d rows for %d posts", req->id,
-                      db_nrows(r), g->n);
-            http_reply_error(req, 503, "UNAVAILABLE", "Please retry");
-        } else {
-            post_loaded_row(req, r, db_nrows(r) == 0 ? 0 : i);
-        }
-        http_req_unref(req);
-    }
-    free(g);
-}
-
-static void load_group_send(load_group_t *g)
-{
-    buf_t senders = BUF_INIT, cids = BUF_INIT, replies = BUF_INIT;
-    buf_t *arrays[] = {&senders, &cids, &replies};
-    for (size_t i = 0; i < 3; i++)
-        buf_putc(arrays[i], '{');
-    for (int i = 0; i < g->n; i++) {
-        post_state_t *st = g->items[i];
-        array_elem(&senders, context_caller(st->req)->user_id);
-        array_elem(&cids, st->client_id);
-        array_elem(&replies, st->reply_to);
-    }
-    for (size_t i = 0; i < 3; i++)
-        buf_putc(arrays[i], '}');
-    const char *params[] = {g->mentorship, senders.data, cids.data, replies.data};
-    db_query(SQL_CHAT_POST_LOAD_MANY, 4, params, load_on_result, g);
-    for (size_t i = 0; i < 3; i++)
-        buf_free(arrays[i]);
-}
-
-static void on_load_check(uv_check_t *h)
-{
-    uv_check_stop(h);
-    for (int i = 0; i < LOAD_GROUPS; i++) {
-        load_group_t *g = load_groups[i];
-        load_groups[i] = NULL;
-        if (g) load_group_send(g);
-    }
-}
-
-static load_group_t *load_group_new(const char *mentorship_id)
-{
-    load_group_t *g = xcalloc(1, sizeof(*g));
-    snprintf(g->mentorship, sizeof(g->mentorship), "%s", mentorship_id);
-    return g;
-}
-
-static void load_group_add(load_group_t *g, http_req_t *req)
-{
-    post_state_t *st = req->data;
-    http_req_ref(req);
-    st->req = req;
-    g->items[g->n++] = st;
-}
-
-/* Reads a post's access with the others of its mentorship this turn. When it cannot join (its
- * slot holds another mentorship's group, or a full one, or there is no check handle) it is
- * read at once, as a group of one. */
-static void load_join(http_req_t *req)
-{
-    post_state_t *st = req->data;
-    load_group_t **slot = &load_groups[mentorship_slot(st->x.mentorship_id)];
-    if (!load_check_ready || (*slot && (strcmp((*slot)->mentorship, st->x.mentorship_id) != 0 ||
-                                        (*slot)->n == POST_BATCH_MAX))) {
-        load_group_t *alone = load_group_new(st->x.mentorship_id);
-        load_group_add(alone, req);
-        load_group_send(alone);
-        return;
-    }
-    if (!*slot) {
-        *slot = load_group_new(st->x.mentorship_id);
-        uv_check_start(&load_check, on_load_check);
-    }
-    load_group_add(*slot, req);
+    http_req_unref(req);
 }
 
 static void post_message(http_req_t *req)
@@ -914,13 +656,10 @@ static void post_message(http_req_t *req)
     if (verr_reply(req, &v)) return;
     new_uuid(st->id);
     req->data = st;
-    if (st->nattachments > 0) {
-        const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
-                                st->attachments};
-        db_req_query(req, SQL_CHAT_POST_LOAD, 5, params, post_on_loaded);
-    } else {
-        load_join(req);
-    }
+    http_req_ref(req); /* held until the post's last coalesced statement answered */
+    const char *params[] = {st->x.mentorship_id, c->user_id, st->client_id, st->reply_to,
+                            st->attachments};
+    db_coalesce_add(post_loads, "", params, post_on_loaded, req);
 }
 
 /* ---- one message: edit, delete, reactions ---- */
@@ -1313,10 +1052,28 @@ static const route_t chat_routes[] = {
     {HTTP_M_GET, "/api/mentorships/:id/chat/unread", unread, AUTH_ORG, ROLE_TEACHER, 0, 0},
 };
 
-void routes_chat_register(uv_loop_t *loop)
+void routes_chat_register(void)
 {
     router_add(chat_routes, sizeof(chat_routes) / sizeof(chat_routes[0]));
-    uv_check_init(loop, &load_check);
-    uv_unref((uv_handle_t *)&load_check); /* it never keeps the loop alive by itself */
-    load_check_ready = true;
+    post_loads = db_coalesce_new(&(db_coalesce_opts_t){
+        .sql = SQL_CHAT_POST_LOAD,
+        .nparams = 5,
+        .ord_col = CHAT_POST_LOAD_ORD,
+        .mode = DB_COALESCE_TURN,
+        .batch_max = POST_BATCH_MAX,
+        .gone = post_gone,
+    });
+    post_inserts = db_coalesce_new(&(db_coalesce_opts_t){
+        .sql = SQL_CHAT_POST_INSERT,
+        .nparams = 8,
+        .ord_col = CHAT_POST_INSERT_ORD,
+        .mode = DB_COALESCE_INFLIGHT,
+        .inflight_max = POST_INFLIGHT_MAX,
+        .batch_max = POST_BATCH_MAX,
+        .first = true,       /* it takes clock rows other posts wait on */
+        .retry_alone = true, /* one post's bad row must not fail the others */
+        .gone = post_gone,
+        .deliver_begin = events_batch_begin, /* a group's events go to Redis in one call */
+        .deliver_end = events_batch_end,
+    });
 }

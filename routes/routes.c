@@ -36,7 +36,7 @@ void routes_init(uv_loop_t *loop)
     routes_files_register();
     routes_files_upload_register();
     routes_files_local_register();
-    routes_chat_register(loop);
+    routes_chat_register();
     routes_metrics_register(loop);
     routes_openapi_register();
     routes_docs_register();

@@ -35,7 +35,7 @@ void routes_sessions_register(void);
 void routes_files_register(void);
 void routes_files_upload_register(void);
 void routes_files_local_register(void);
-void routes_chat_register(uv_loop_t *loop);
+void routes_chat_register(void);
 void routes_metrics_register(uv_loop_t *loop);
 void routes_openapi_register(void);
 void routes_docs_register(void);

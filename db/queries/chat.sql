@@ -147,145 +147,102 @@ WHERE m.id = $1::uuid;
 
 -- name: chat_post_load
 -- columns: organization_id, coach_id, teacher_id, admins,
--- columns: reply_here, files_found, files_own, existing
--- Before a post: $1 mentorship, $2 caller, $3 clientMessageId, $4 replyToMessageId,
--- $5 attachment ids. reply_here: the reply target is in this mentorship (NULL: no such
+-- columns: reply_here, files_found, files_own, existing, ord
+-- Before posts, those of one loop turn at once (routes/chat.c "posts", db/coalesce.h): one
+-- element per post in $1 mentorships, $2 callers, $3 clientMessageIds, $4 replyToMessageIds,
+-- $5 attachment ids (each an array literal, "{}" for none). One row per post whose mentorship
+-- exists, ord its position. reply_here: the reply target is in this mentorship (NULL: no such
 -- message); files_found, files_own: attachment files found, of those uploaded by the caller;
--- existing: the message of this clientMessageId. Posts without attachments use
--- chat_post_load_many (no file ids): with the file counts in it, PostgreSQL's estimate for the
--- generic plan stayed above that of the custom plans, so it planned the statement (inlining
--- chat_message_json) on every post, several times the cost of running it. For the same reason
--- an absent reply target or clientMessageId is the nil UUID (no message has it: ids are v4)
--- rather than NULL, which let a custom plan drop the probe and look cheaper than the generic
--- one.
-SELECT m.organization_id, m.coach_id, m.teacher_id,
-       (SELECT string_agg(om.user_id, ',') FROM organization_memberships om
-        WHERE om.organization_id = m.organization_id AND om.membership_status = 'active'
-          AND om.role_in_organization IN ('Manager', 'OrganizationAdmin')) AS admins,
-       (SELECT c.mentorship_id = m.id FROM chat_messages c
-        WHERE c.id = COALESCE($4::uuid, '00000000-0000-0000-0000-000000000000'::uuid))
-           AS reply_here,
-       (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[])) AS files_found,
-       (SELECT count(*) FROM files f WHERE f.id = ANY($5::uuid[]) AND f.uploader_id = $2)
-           AS files_own,
-       (SELECT chat_message_json(c) FROM chat_messages c
-        WHERE c.mentorship_id = m.id AND c.sender_id = $2
-          AND c.client_message_id = COALESCE($3::uuid,
-                                             '00000000-0000-0000-0000-000000000000'::uuid))
-           AS existing
-FROM mentorships m
-WHERE m.id = $1::uuid;
-
--- name: chat_post_load_many
--- columns: =chat_post_load
--- chat_post_load for posts without attachments, several of the mentorship $1 at once
--- (routes/chat.c "access reads of posts, grouped"): one element per post in $2 callers, $3
--- clientMessageIds, $4 replyToMessageIds. One row per post, in their order; no row when the
--- mentorship does not exist. Each post used to read the mentorship on its own, the largest part
--- of PostgreSQL's CPU per post once posts were batched.
-WITH acc AS MATERIALIZED (
-         SELECT m.id, m.organization_id, m.coach_id, m.teacher_id,
+-- existing: the message of this clientMessageId. Each mentorship's access columns are read
+-- once, however many posts it has, and each organization's administrators' list (a subquery)
+-- once, however many of its mentorships the posts name. The arrays are read through
+-- sub-selects, so that PostgreSQL does not see their length when it plans: a custom plan for a
+-- post alone looked far cheaper than the generic plan (estimated for longer arrays), and the
+-- statement was planned on every execution. An absent reply target or clientMessageId is the
+-- nil UUID (no message has it: ids are v4) rather than NULL, for the same reason.
+WITH s AS MATERIALIZED (
+         SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::text[]), (SELECT $3::uuid[]),
+                              (SELECT $4::uuid[]), (SELECT $5::text[]))
+                       WITH ORDINALITY AS s(mentorship, sender, cid, reply, files, ord)),
+     acc AS MATERIALIZED (
+         SELECT m.id, m.organization_id, m.coach_id, m.teacher_id
+         FROM mentorships m
+         WHERE m.id IN (SELECT mentorship FROM s)),
+     adm AS MATERIALIZED (
+         SELECT o.organization_id,
                 (SELECT string_agg(om.user_id, ',') FROM organization_memberships om
-                 WHERE om.organization_id = m.organization_id
+                 WHERE om.organization_id = o.organization_id
                    AND om.membership_status = 'active'
                    AND om.role_in_organization IN ('Manager', 'OrganizationAdmin')) AS admins
-         FROM mentorships m
-         WHERE m.id = $1::uuid)
-SELECT acc.organization_id, acc.coach_id, acc.teacher_id, acc.admins,
+         FROM (SELECT DISTINCT organization_id FROM acc) o)
+SELECT acc.organization_id, acc.coach_id, acc.teacher_id, adm.admins,
        (SELECT c.mentorship_id = acc.id FROM chat_messages c
         WHERE c.id = COALESCE(s.reply, '00000000-0000-0000-0000-000000000000'::uuid))
            AS reply_here,
-       0 AS files_found, 0 AS files_own,
+       (SELECT count(*) FROM files f WHERE f.id = ANY(s.files::uuid[])) AS files_found,
+       (SELECT count(*) FROM files f WHERE f.id = ANY(s.files::uuid[]) AND f.uploader_id = s.sender)
+           AS files_own,
        (SELECT chat_message_json(c) FROM chat_messages c
         WHERE c.mentorship_id = acc.id AND c.sender_id = s.sender
           AND c.client_message_id = COALESCE(s.cid,
                                              '00000000-0000-0000-0000-000000000000'::uuid))
-           AS existing
-FROM acc,
-     unnest($2::text[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS s(sender, cid, reply, ord)
+           AS existing,
+       s.ord
+FROM s JOIN acc ON acc.id = s.mentorship JOIN adm ON adm.organization_id = acc.organization_id
 ORDER BY s.ord;
 
 -- name: chat_post_insert
--- columns: message, pushes
--- One post: $1 id, $2 mentorship, $3 sender, $4 body, $5 clientMessageId, $6 replyTo,
--- $7 attachment ids, $8 push title (the sender's display name). One row (the new message, the
--- push rows queued) or none when a message with this clientMessageId already exists.
-WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)
-             VALUES ($2::uuid, clock_timestamp())
-             ON CONFLICT (mentorship_id) DO UPDATE
-             SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')
-             RETURNING last_at),
-     ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,
-                                        reply_to_message_id, created_at)
-             SELECT $1::uuid, $2::uuid, $3, $4, $5::uuid, $6::uuid, clk.last_at FROM clk
-             ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING
-             RETURNING *),
-     att AS (INSERT INTO chat_message_attachments (id, message_id, file_id, position)
-             SELECT gen_random_uuid(), ins.id, a.fid, a.ord
-             FROM ins, unnest($7::uuid[]) WITH ORDINALITY a(fid, ord)
-             RETURNING *),
-     push AS (INSERT INTO outbox (kind, payload)
-              SELECT 'push',
-                     jsonb_build_object('to', jsonb_agg(pt.token ORDER BY pt.token),
-                                        'title', $8::text, 'body', left(ins.body, 200),
-                                        'data', jsonb_build_object(
-                                            'type', 'chat-message',
-                                            'mentorshipId', ins.mentorship_id,
-                                            'messageId', ins.id))
-              FROM ins
-              JOIN mentorships m ON m.id = ins.mentorship_id
-              JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)
-                                 AND pt.user_id <> ins.sender_id
-              GROUP BY ins.id, ins.body, ins.mentorship_id, pt.user_id
-              RETURNING 1)
-SELECT chat_message_obj(ins::chat_messages,
-                        (SELECT COALESCE(json_agg(json_build_object(
-                                    'id', a.id, 'fileId', a.file_id, 'filename', f.filename,
-                                    'mimeType', f.mime_type, 'sizeBytes', f.size_bytes,
-                                    '_key', f.storage_key) ORDER BY a.position), '[]')
-                         FROM att a LEFT JOIN files f ON f.id = a.file_id),
-                        '[]'::json) AS message,
-       (SELECT count(*) FROM push) AS pushes
-FROM ins;
-
--- name: chat_post_existing
--- columns: message
--- The message of the mentorship $1 that the sender $2 posted with clientMessageId $3.
-SELECT chat_message_json(c) AS message
-FROM chat_messages c
-WHERE c.mentorship_id = $1::uuid AND c.sender_id = $2 AND c.client_message_id = $3::uuid;
-
--- name: chat_post_batch
 -- columns: organization_id, coach_id, teacher_id, admins,
 -- columns: id, sender_id, body, client_message_id, created_at, edited_at, deleted_at,
 -- columns: reply_to_message_id, reply_id, reply_sender_id, reply_sender_name, reply_body,
 -- columns: user_id, user_first_name, user_last_name, user_email, user_avatar_url,
--- columns: attachments, reactions, version, pushes
--- Posts of one mentorship in one statement (routes/chat.c "posts of one mentorship,
--- batched"): $1 mentorship, $2 count, then one array element per post: $3 ids, $4 senders,
--- $5 bodies, $6 clientMessageIds, $7 replyToMessageIds, $8 push titles. Post k (1-based)
--- takes the clock's tick k of n. One row per new message, as plain columns in the layout of
--- chat_history (the access columns, attachments, reactions and version NULL), which C writes
--- as JSON like a history page; pushes: the push rows queued for the whole batch. The messages
--- were first rendered here by chat_message_obj, a SQL function PostgreSQL does not inline:
--- every execution parsed its body and those of the functions it calls again, under the
--- mentorship's clock lock, a large part of the batch's fixed cost.
-WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)
-             VALUES ($1::uuid, clock_timestamp() + ($2::int - 1) * interval '1 microsecond')
+-- columns: attachments, reactions, version, pushes, ord
+-- Posts, of any mentorships, in one statement and one commit (routes/chat.c "posts",
+-- db/coalesce.h): one element per post in $1 ids, $2 mentorships, $3 senders, $4 bodies,
+-- $5 clientMessageIds, $6 replyToMessageIds, $7 attachment ids (array literals, "{}" for
+-- none), $8 push titles (the sender's display name). The clock rows of the mentorships are
+-- taken first, in mentorship id order, so that concurrent statements (other workers) sharing
+-- mentorships wait for each other instead of deadlocking; a mentorship with k posts here moves
+-- its clock k ticks, and its posts take them in their order, so createdAt stays unique and in
+-- commit order per mentorship. The count and conversation rows move in the statement triggers
+-- (migration 0010), once per mentorship, in key order too. One row per new message, ord its
+-- post's position, in the layout of chat_history (access columns, reactions and version NULL;
+-- attachments NULL when none), which C writes as JSON like a history page; a post whose
+-- clientMessageId already has a message gets no row. pushes: the push rows queued by the whole
+-- statement. The arrays are read through sub-selects, as in chat_post_load (generic plans).
+WITH src AS MATERIALIZED (
+         SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::uuid[]), (SELECT $3::text[]),
+                              (SELECT $4::text[]), (SELECT $5::uuid[]), (SELECT $6::uuid[]),
+                              (SELECT $7::text[]), (SELECT $8::text[]))
+                       WITH ORDINALITY AS s(id, mentorship, sender, body, cid, reply, files,
+                                            title, ord)),
+     n AS MATERIALIZED (SELECT mentorship, count(*)::int AS k FROM src GROUP BY mentorship),
+     clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)
+             SELECT n.mentorship, clock_timestamp() + (n.k - 1) * interval '1 microsecond'
+             FROM n ORDER BY n.mentorship
              ON CONFLICT (mentorship_id) DO UPDATE
-             SET last_at = GREATEST(clock_timestamp(), k.last_at + interval '1 microsecond')
-                           + ($2::int - 1) * interval '1 microsecond'
-             RETURNING last_at),
-     src AS (SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::uuid[],
-                                  $8::text[])
-                           WITH ORDINALITY AS s(id, sender, body, cid, reply, title, ord)),
+             SET last_at = GREATEST(EXCLUDED.last_at,
+                                    k.last_at + (SELECT n.k FROM n
+                                                 WHERE n.mentorship = k.mentorship_id)
+                                                * interval '1 microsecond')
+             RETURNING mentorship_id, last_at),
      ins AS (INSERT INTO chat_messages (id, mentorship_id, sender_id, body, client_message_id,
                                         reply_to_message_id, created_at)
-             SELECT s.id, $1::uuid, s.sender, s.body, s.cid, s.reply,
-                    clk.last_at - ($2::int - s.ord) * interval '1 microsecond'
-             FROM src s, clk
+             SELECT s.id, s.mentorship, s.sender, s.body, s.cid, s.reply,
+                    clk.last_at - (n.k - s.tick) * interval '1 microsecond'
+             FROM (SELECT src.*,
+                          row_number() OVER (PARTITION BY src.mentorship ORDER BY src.ord)
+                              AS tick
+                   FROM src) s
+             JOIN clk ON clk.mentorship_id = s.mentorship
+             JOIN n ON n.mentorship = s.mentorship
              ORDER BY s.ord
              ON CONFLICT (mentorship_id, sender_id, client_message_id) DO NOTHING
+             RETURNING *),
+     att AS (INSERT INTO chat_message_attachments (id, message_id, file_id, position)
+             SELECT gen_random_uuid(), ins.id, a.fid, a.pos
+             FROM ins JOIN src s ON s.id = ins.id,
+                  unnest(s.files::uuid[]) WITH ORDINALITY a(fid, pos)
              RETURNING *),
      push AS (INSERT INTO outbox (kind, payload)
               SELECT 'push',
@@ -297,7 +254,7 @@ WITH clk AS (INSERT INTO chat_clocks AS k (mentorship_id, last_at)
                                             'messageId', ins.id))
               FROM ins
               JOIN src s ON s.id = ins.id
-              JOIN mentorships m ON m.id = $1::uuid
+              JOIN mentorships m ON m.id = ins.mentorship_id
               JOIN push_tokens pt ON pt.user_id IN (m.coach_id, m.teacher_id)
                                  AND pt.user_id <> ins.sender_id
               GROUP BY ins.id, ins.body, ins.mentorship_id, s.title, pt.user_id
@@ -311,12 +268,27 @@ SELECT NULL::text AS organization_id, NULL::text AS coach_id, NULL::text AS teac
        CASE WHEN rp.deleted_at IS NULL THEN left(rp.body, 120) END AS reply_body,
        su.id AS user_id, su.first_name AS user_first_name, su.last_name AS user_last_name,
        su.email AS user_email, su.avatar_url AS user_avatar_url,
-       NULL::json AS attachments, NULL::json AS reactions, NULL::bigint AS version,
-       (SELECT count(*) FROM push) AS pushes
+       (SELECT json_agg(json_build_object('id', a.id, 'fileId', a.file_id,
+                                          'filename', f.filename, 'mimeType', f.mime_type,
+                                          'sizeBytes', f.size_bytes, '_key', f.storage_key)
+                        ORDER BY a.position)
+        FROM att a LEFT JOIN files f ON f.id = a.file_id
+        WHERE a.message_id = ins.id) AS attachments,
+       NULL::json AS reactions, NULL::bigint AS version,
+       (SELECT count(*) FROM push) AS pushes, s.ord
 FROM ins
+JOIN src s ON s.id = ins.id
 LEFT JOIN chat_messages rp ON rp.id = ins.reply_to_message_id
 LEFT JOIN users ru ON ru.id = rp.sender_id
-LEFT JOIN users su ON su.id = ins.sender_id;
+LEFT JOIN users su ON su.id = ins.sender_id
+ORDER BY s.ord;
+
+-- name: chat_post_existing
+-- columns: message
+-- The message of the mentorship $1 that the sender $2 posted with clientMessageId $3.
+SELECT chat_message_json(c) AS message
+FROM chat_messages c
+WHERE c.mentorship_id = $1::uuid AND c.sender_id = $2 AND c.client_message_id = $3::uuid;
 
 -- name: chat_msg_load
 -- columns: organization_id, coach_id, teacher_id, admins, sender_id, deleted, editable

@@ -1,0 +1,420 @@
+/*
+ * db/coalesce against a live PostgreSQL (COACHD_TEST_DATABASE_URL; the run fails when it is
+ * missing): each caller gets its own row, a failed statement fails its callers (or each is
+ * retried alone), keys that share a slot never wait on each other, a loop turn's callers go in
+ * one statement, and no more statements per key are in flight than allowed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "db/coalesce.h"
+#include "db/db.h"
+
+#define WATCHDOG_MS 30000
+#define MAXC 16
+
+static const char *db_url;
+static uv_loop_t loop;
+static uv_timer_t watchdog, finisher;
+static bool loop_open;
+static db_coalesce_t *co;
+
+static void on_watchdog(uv_timer_t *t)
+{
+    (void)t;
+    fail_msg("test timed out");
+}
+
+static void loop_start(void)
+{
+    assert_int_equal(uv_loop_init(&loop), 0);
+    loop_open = true;
+    uv_timer_init(&loop, &watchdog);
+    uv_timer_start(&watchdog, on_watchdog, WATCHDOG_MS, 0);
+    uv_timer_init(&loop, &finisher);
+    assert_int_equal(db_init(&loop, db_url, 4), 0);
+}
+
+static void on_finish(uv_timer_t *t)
+{
+    (void)t;
+    db_coalesce_free(co);
+    co = NULL;
+    db_shutdown();
+    uv_timer_stop(&watchdog);
+    uv_close((uv_handle_t *)&watchdog, NULL);
+    uv_close((uv_handle_t *)&finisher, NULL);
+}
+
+/* Ends the scenario after the current callback (the coalescer is freed outside its own). */
+static void finish_soon(void)
+{
+    uv_timer_start(&finisher, on_finish, 0, 0);
+}
+
+static void loop_run(void)
+{
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    loop_open = false;
+}
+
+static void close_any(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (!loop_open) return 0;
+    db_shutdown();
+    uv_walk(&loop, close_any, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    loop_open = false;
+    co = NULL;
+    return 0;
+}
+
+/* Each caller's value back with the size of its statement's group (n) and the number of
+ * distinct keys in it; 'skip' gets no row. Rows come back in reverse order, so only ord can
+ * match them. */
+static const char SQL_ECHO[] =
+    "SELECT s.v, (SELECT count(*) FROM unnest($2::text[])) AS n, "
+    "       (SELECT count(DISTINCT k) FROM unnest($1::text[]) k) AS keys, s.ord "
+    "FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS s(k, v, ord) "
+    "WHERE s.v IS DISTINCT FROM 'skip' ORDER BY s.ord DESC";
+enum { ECHO_V, ECHO_N, ECHO_KEYS, ECHO_ORD };
+/* 10 / v: a group with a 0 fails as a whole. */
+static const char SQL_DIV[] = "SELECT 10 / s.v::int AS q, s.ord "
+                              "FROM unnest($1::text[]) WITH ORDINALITY AS s(v, ord)";
+
+typedef struct got {
+    int calls;
+    bool ok, norow, unsent;
+    char v[64];
+    long long n, keys;
+    int seq; /* order of the callback among all */
+} got_t;
+
+static got_t got[MAXC];
+static int seq, expected;
+static const char *vals[MAXC];
+static const char *keys[MAXC];
+
+static void reset(void)
+{
+    memset(got, 0, sizeof(got));
+    seq = 0;
+}
+
+static void on_row(db_result_t *r, int row, void *data)
+{
+    got_t *g = data;
+    g->calls++;
+    g->seq = seq++;
+    if (!r) {
+        g->unsent = true;
+    } else {
+        g->ok = r->ok;
+        g->norow = row < 0;
+        if (r->ok && row >= 0) {
+            const char *v = db_get(r, row, 0);
+            snprintf(g->v, sizeof(g->v), "%s", v ? v : "");
+            g->n = db_getll(r, row, ECHO_N, -1);
+            g->keys = db_getll(r, row, ECHO_KEYS, -1);
+        }
+    }
+    if (seq == expected) finish_soon();
+}
+
+static void add_echo(int i, const char *key, const char *v)
+{
+    keys[i] = key;
+    vals[i] = v;
+    const char *params[] = {key, v};
+    db_coalesce_add(co, key, params, on_row, &got[i]);
+}
+
+static db_coalesce_t *echo_new(db_coalesce_mode_t mode, int inflight, int batch, int slots)
+{
+    return db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_ECHO,
+                                                 .nparams = 2,
+                                                 .ord_col = ECHO_ORD,
+                                                 .mode = mode,
+                                                 .inflight_max = inflight,
+                                                 .batch_max = batch,
+                                                 .slots = slots});
+}
+
+/* ---- each caller its own row, in order ---- */
+
+static void test_ordering(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 16, 0);
+    const char *v[] = {"a", "b\"q", NULL, "skip", "e\\s", "f,g"};
+    expected = 6;
+    for (int i = 0; i < 6; i++)
+        add_echo(i, "", v[i]);
+    /* Nothing runs inside the calls: the group waits for the end of the turn. */
+    assert_int_equal(db_coalesce_waiting(co), 6);
+    assert_int_equal(db_coalesce_inflight(co), 0);
+    loop_run();
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_true(got[i].ok);
+        assert_int_equal(got[i].seq, i); /* callbacks in the callers' order */
+    }
+    assert_string_equal(got[0].v, "a");
+    assert_string_equal(got[1].v, "b\"q");
+    assert_true(!got[2].norow && got[2].v[0] == '\0'); /* NULL came back as NULL */
+    assert_true(got[3].norow);                         /* no row for it */
+    assert_string_equal(got[4].v, "e\\s");
+    assert_string_equal(got[5].v, "f,g");
+    assert_int_equal(got[0].n, 6); /* one statement for all */
+}
+
+/* ---- a failed statement ---- */
+
+static void add_div(int i, const char *v)
+{
+    const char *params[] = {v};
+    db_coalesce_add(co, "", params, on_row, &got[i]);
+}
+
+static void run_div(bool retry)
+{
+    reset();
+    loop_start();
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_DIV,
+                                               .nparams = 1,
+                                               .ord_col = 1,
+                                               .mode = DB_COALESCE_TURN,
+                                               .batch_max = 8,
+                                               .retry_alone = retry});
+    expected = 3;
+    add_div(0, "1");
+    add_div(1, "0");
+    add_div(2, "2");
+    loop_run();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(got[i].calls, 1);
+}
+
+static void test_batch_failure(void **state)
+{
+    (void)state;
+    run_div(false);
+    for (int i = 0; i < 3; i++) /* every caller gets the failure */
+        assert_false(got[i].ok);
+}
+
+static void test_batch_failure_retry_alone(void **state)
+{
+    (void)state;
+    run_div(true);
+    /* Each sent again alone: only the bad one fails. */
+    assert_true(got[0].ok);
+    assert_string_equal(got[0].v, "10");
+    assert_false(got[1].ok);
+    assert_true(got[2].ok);
+    assert_string_equal(got[2].v, "5");
+}
+
+/* ---- keys that share a slot ---- */
+
+static void test_shared_slot_turn(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 16, 1); /* one slot: every key shares it */
+    expected = 5;
+    add_echo(0, "k1", "a");
+    add_echo(1, "k2", "b");
+    add_echo(2, "k1", "c");
+    add_echo(3, "k3", "d");
+    add_echo(4, "k2", "e");
+    loop_run();
+    const char *want[] = {"a", "b", "c", "d", "e"};
+    long long n[] = {2, 2, 2, 1, 2};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_string_equal(got[i].v, want[i]);
+        assert_int_equal(got[i].keys, 1); /* a statement holds one key's callers */
+        assert_int_equal(got[i].n, n[i]);
+    }
+}
+
+static void test_shared_slot_inflight(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_INFLIGHT, 1, 16, 1);
+    expected = 4;
+    add_echo(0, "k1", "a"); /* k1's statement in flight */
+    add_echo(1, "k2", "b"); /* k2 shares the slot, yet goes at once */
+    assert_int_equal(db_coalesce_inflight(co), 2);
+    add_echo(2, "k1", "c"); /* waits for k1's statement */
+    add_echo(3, "k2", "d");
+    assert_int_equal(db_coalesce_inflight(co), 2);
+    assert_int_equal(db_coalesce_waiting(co), 2);
+    loop_run();
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_int_equal(got[i].keys, 1);
+    }
+    assert_string_equal(got[2].v, "c");
+    assert_string_equal(got[3].v, "d");
+}
+
+/* ---- the loop turn ---- */
+
+static int turn_step;
+
+static void on_turn_row(db_result_t *r, int row, void *data)
+{
+    on_row(r, row, data);
+    got_t *g = data;
+    if (g == &got[2] && turn_step == 0) {
+        /* A later turn: a new group. */
+        turn_step = 1;
+        expected = 5;
+        for (int i = 3; i < 5; i++) {
+            const char *params[] = {"", i == 3 ? "x" : "y"};
+            db_coalesce_add(co, "", params, on_turn_row, &got[i]);
+        }
+        assert_int_equal(db_coalesce_inflight(co), 0);
+    }
+}
+
+static void test_turn_flush(void **state)
+{
+    (void)state;
+    reset();
+    turn_step = 0;
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 4, 0);
+    expected = 99;
+    for (int i = 0; i < 3; i++) {
+        const char *params[] = {"", "t"};
+        db_coalesce_add(co, "", params, on_turn_row, &got[i]);
+    }
+    assert_int_equal(db_coalesce_inflight(co), 0);
+    loop_run();
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(got[i].calls, 1);
+    assert_int_equal(got[0].n, 3);
+    assert_int_equal(got[3].n, 2);
+    assert_string_equal(got[4].v, "y");
+}
+
+static void test_turn_full_group(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 2, 0);
+    expected = 3;
+    add_echo(0, "", "a");
+    assert_int_equal(db_coalesce_inflight(co), 0);
+    add_echo(1, "", "b"); /* the group is full: sent at once */
+    assert_int_equal(db_coalesce_inflight(co), 1);
+    add_echo(2, "", "c");
+    loop_run();
+    assert_int_equal(got[0].n, 2);
+    assert_int_equal(got[1].n, 2);
+    assert_int_equal(got[2].n, 1);
+}
+
+/* ---- in flight per key ---- */
+
+static void test_inflight_limit(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_INFLIGHT, 1, 3, 0);
+    expected = 5;
+    const char *v[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        add_echo(i, "k", v[i]);
+        assert_int_equal(db_coalesce_inflight(co), 1); /* never more than one */
+    }
+    assert_int_equal(db_coalesce_waiting(co), 4);
+    loop_run();
+    /* The first alone, then the waiting ones by three. */
+    long long n[] = {1, 3, 3, 3, 1};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_string_equal(got[i].v, v[i]);
+        assert_int_equal(got[i].n, n[i]);
+        assert_int_equal(got[i].seq, i);
+    }
+}
+
+/* ---- callers that no longer want an answer ---- */
+
+static bool gone_flag[MAXC];
+
+static bool is_gone(void *data)
+{
+    return gone_flag[(got_t *)data - got];
+}
+
+static void test_gone(void **state)
+{
+    (void)state;
+    reset();
+    memset(gone_flag, 0, sizeof(gone_flag));
+    loop_start();
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_ECHO,
+                                               .nparams = 2,
+                                               .ord_col = ECHO_ORD,
+                                               .mode = DB_COALESCE_TURN,
+                                               .batch_max = 8,
+                                               .gone = is_gone});
+    expected = 3;
+    add_echo(0, "", "a");
+    add_echo(1, "", "b");
+    add_echo(2, "", "c");
+    gone_flag[1] = true;
+    loop_run();
+    assert_true(got[1].unsent);
+    assert_int_equal(got[0].n, 2); /* left out of the statement */
+    assert_string_equal(got[2].v, "c");
+}
+
+int main(void)
+{
+    db_url = getenv("COACHD_TEST_DATABASE_URL");
+    if (!db_url || !*db_url) {
+        fprintf(stderr, "COACHD_TEST_DATABASE_URL is not set: the db suite needs a live server\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_ordering, teardown),
+        cmocka_unit_test_teardown(test_batch_failure, teardown),
+        cmocka_unit_test_teardown(test_batch_failure_retry_alone, teardown),
+        cmocka_unit_test_teardown(test_shared_slot_turn, teardown),
+        cmocka_unit_test_teardown(test_shared_slot_inflight, teardown),
+        cmocka_unit_test_teardown(test_turn_flush, teardown),
+        cmocka_unit_test_teardown(test_turn_full_group, teardown),
+        cmocka_unit_test_teardown(test_inflight_limit, teardown),
+        cmocka_unit_test_teardown(test_gone, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
