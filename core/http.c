@@ -195,6 +195,16 @@ size_t http_server_ip_entries(void)
 
 /* ---- requests ---- */
 
+/* Eight lower-case hex digits, as "%08x" writes them. */
+static void hex8(char *out, uint32_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 7; i >= 0; i--) {
+        out[i] = digits[v & 15];
+        v >>= 4;
+    }
+}
+
 static http_req_t *req_new(http_conn_t *c)
 {
     http_req_t *req = xcalloc(1, sizeof(*req));
@@ -203,7 +213,9 @@ static http_req_t *req_new(http_conn_t *c)
     req->refs = 1;
     req->start_ns = uv_hrtime();
     uint64_t n = ++req_counter;
-    snprintf(req->id, sizeof(req->id), "%08x%08x", (unsigned)getpid(), (unsigned)n);
+    hex8(req->id, (uint32_t)log_pid());
+    hex8(req->id + 8, (uint32_t)n);
+    req->id[16] = '\0';
     memcpy(req->client_ip, c->ip, sizeof(req->client_ip));
     req->keep_alive = true;
     return req;
@@ -480,6 +492,8 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         }
         one = uv_buf_init(wr->copy, (unsigned)rest);
     }
+    /* The answer waits for the socket: read nothing more until it is written. */
+    if (ends && c->state == CONN_WRITING) conn_read_stop(c);
     c->writes_in_flight++;
     c->queued_total += rest;
     if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &one, 1, on_write_done) != 0) {
@@ -617,7 +631,8 @@ static bool reply_prologue(http_req_t *req, int status)
         c->linger = true;
     }
     if (!req->keep_alive || shutting_down) c->close_after = true;
-    conn_read_stop(c);
+    /* Reading stops only if the answer cannot be written at once (conn_write): stopping and
+     * restarting it around a write that completes costs two epoll_ctl calls per request. */
     c->state = CONN_WRITING;
     return true;
 }

@@ -1,6 +1,7 @@
 /* One line per record on stderr: time, pid, level, message. */
 #include "core/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,26 @@ int log_level_parse(const char *s)
 void log_set_json(bool on)
 {
     log_json = on;
+}
+
+static int pid_cached;
+
+static void pid_forget(void)
+{
+    pid_cached = 0;
+}
+
+int log_pid(void)
+{
+    if (pid_cached == 0) {
+        static bool registered;
+        if (!registered) {
+            registered = true;
+            pthread_atfork(NULL, NULL, pid_forget);
+        }
+        pid_cached = (int)getpid();
+    }
+    return pid_cached;
 }
 
 typedef struct jline {
@@ -74,12 +95,11 @@ static void jhead(jline_t *j, int level)
     gettimeofday(&tv, NULL);
     struct tm tm;
     gmtime_r(&tv.tv_sec, &tm);
-    j->len =
-        (size_t)snprintf(j->data, sizeof(j->data),
-                         "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
-                         "\"pid\":%d",
-                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                         tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], (int)getpid());
+    j->len = (size_t)snprintf(j->data, sizeof(j->data),
+                              "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
+                              "\"pid\":%d",
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], log_pid());
 }
 
 static void jend(jline_t *j)
@@ -139,7 +159,7 @@ void log_msg(int level, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%d] %s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     (int)(tv.tv_usec / 1000), (int)getpid(), level_names[level]);
+                     (int)(tv.tv_usec / 1000), log_pid(), level_names[level]);
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);

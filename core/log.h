@@ -22,6 +22,9 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
         if (log_level_current >= LOG_DEBUG) log_msg(LOG_DEBUG, __VA_ARGS__);                       \
     } while (0)
 void log_set_json(bool on);
+/* getpid(), read once per process (a forked child reads its own): it is in every record and in
+ * every request id, and glibc no longer caches it. */
+int log_pid(void);
 /* The access record of one answered request (JSON mode): time, level, pid, requestId, method,
  * route pattern (NULL: unmatched), status, durationMs, userId (NULL: none), client (its
  * address: the peer's, or behind a trusted proxy the X-Forwarded-For client). */
