@@ -371,33 +371,70 @@ static bool res_header_set(const http_req_t *req, const char *name)
     return false;
 }
 
-/* Builds the head into the arena. content_length: the body length, HEAD_STREAM for a stream
- * (no length, connection closes), HEAD_NO_BODY for 1xx/204/304 (neither). */
+/* v in decimal at the start of out (no terminator); returns its length. */
+static size_t decimal(char *out, size_t cap, unsigned long long v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < sizeof(tmp));
+    if (n > cap) n = cap;
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Appends a header line "name: value\r\n". */
+static void head_line(buf_t *h, const char *name, size_t nlen, const char *value)
+{
+    buf_append(h, name, nlen);
+    buf_append(h, ": ", 2);
+    buf_puts(h, value);
+    buf_append(h, "\r\n", 2);
+}
+#define HEAD_LINE(h, lit, value) head_line((h), lit, sizeof(lit) - 1, (value))
+
+/* Builds the head. content_length: the body length, HEAD_STREAM for a stream (no length,
+ * connection closes), HEAD_NO_BODY for 1xx/204/304 (neither). The head is valid until the next
+ * call: conn_write copies whatever the socket does not take at once, so one buffer serves every
+ * answer (a head built per request cost an allocation, a copy and a printf per header). */
 #define HEAD_STREAM (-1)
 #define HEAD_NO_BODY (-2)
 static char *build_head(http_req_t *req, int status, const char *ctype, long long content_length,
                         size_t *len_out)
 {
-    buf_t h = BUF_INIT;
+    static buf_t h;
+    buf_reset(&h);
     buf_reserve(&h, 512);
-    buf_printf(&h, "HTTP/1.1 %d %s\r\nDate: %s\r\nX-Request-Id: %s\r\n", status,
-               status_text(status), http_date(), req->id);
-    if (ctype && content_length != HEAD_NO_BODY) buf_printf(&h, "Content-Type: %s\r\n", ctype);
-    if (content_length >= 0) buf_printf(&h, "Content-Length: %lld\r\n", content_length);
+    char num[24];
+    buf_append(&h, "HTTP/1.1 ", 9);
+    buf_append(&h, num, decimal(num, sizeof(num), (unsigned long long)status));
+    buf_putc(&h, ' ');
+    buf_puts(&h, status_text(status));
+    buf_append(&h, "\r\n", 2);
+    HEAD_LINE(&h, "Date", http_date());
+    HEAD_LINE(&h, "X-Request-Id", req->id);
+    if (ctype && content_length != HEAD_NO_BODY) HEAD_LINE(&h, "Content-Type", ctype);
+    if (content_length >= 0) {
+        buf_append(&h, "Content-Length: ", 16);
+        buf_append(&h, num, decimal(num, sizeof(num), (unsigned long long)content_length));
+        buf_append(&h, "\r\n", 2);
+    }
     buf_puts(&h, "X-Content-Type-Options: nosniff\r\n");
     /* no-store unless the handler chose its own caching (a content-hashed static file). */
     if (content_length != HEAD_STREAM && !res_header_set(req, "Cache-Control"))
         buf_puts(&h, "Cache-Control: no-store\r\n");
     add_cors(req, &h);
     for (int i = 0; i < req->n_res_headers; i++)
-        buf_printf(&h, "%s: %s\r\n", req->res_headers[i].name, req->res_headers[i].value);
+        head_line(&h, req->res_headers[i].name, strlen(req->res_headers[i].name),
+                  req->res_headers[i].value);
     bool close = content_length == HEAD_STREAM || !req->keep_alive || shutting_down ||
                  (req->conn && req->conn->close_after);
     buf_puts(&h, close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n");
-    char *out = arena_strndup(&req->arena, h.data, h.len);
     *len_out = h.len;
-    buf_free(&h);
-    return out;
+    return h.data;
 }
 
 /* ---- writing ---- */
