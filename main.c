@@ -297,7 +297,9 @@ static pid_t spawn_worker(int slot, const int *fds, int n)
         for (int i = 0; i < n; i++)
             if (i != slot) close(fds[i]);
         metrics_adopt_slot(slot);
-        _exit(run_worker(slot, fds[slot]));
+        int rc = run_worker(slot, fds[slot]);
+        log_flush(); /* _exit runs no atexit handler */
+        _exit(rc);
     }
     if (pid < 0) log_error("fork: %s", strerror(errno));
     return pid;

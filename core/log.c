@@ -1,8 +1,10 @@
 /* One line per record on stderr: time, pid, level, message. */
 #include "core/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -29,6 +31,84 @@ int log_level_parse(const char *s)
 void log_set_json(bool on)
 {
     log_json = on;
+}
+
+static int pid_cached;
+
+static void pid_forget(void)
+{
+    pid_cached = 0;
+}
+
+int log_pid(void)
+{
+    if (pid_cached == 0) {
+        static bool registered;
+        if (!registered) {
+            registered = true;
+            pthread_atfork(NULL, NULL, pid_forget);
+        }
+        pid_cached = (int)getpid();
+    }
+    return pid_cached;
+}
+
+/* Access records, batched: while a server loop runs (log_set_batching), the records of one loop
+ * turn are gathered here and written together when the turn ends (log_flush), in writes of at
+ * most PIPE_BUF bytes of whole lines, so lines of several workers on one pipe never mix. Any
+ * other record flushes them first (records keep their order), and so does exit(). */
+#define BATCH_MAX 4096
+static char batch[BATCH_MAX];
+static size_t batch_len;
+static bool batching;
+static pthread_mutex_t batch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void write_all(const char *p, size_t n)
+{
+    ssize_t w = write(STDERR_FILENO, p, n);
+    (void)w;
+}
+
+static void flush_locked(void)
+{
+    if (batch_len) write_all(batch, batch_len);
+    batch_len = 0;
+}
+
+void log_flush(void)
+{
+    pthread_mutex_lock(&batch_lock);
+    flush_locked();
+    pthread_mutex_unlock(&batch_lock);
+}
+
+void log_set_batching(bool on)
+{
+    static bool registered;
+    if (on && !registered) {
+        registered = true;
+        atexit(log_flush);
+    }
+    pthread_mutex_lock(&batch_lock);
+    flush_locked();
+    batching = on;
+    pthread_mutex_unlock(&batch_lock);
+}
+
+/* One whole line: into the batch (an access record while batching), else written now after
+ * what the batch holds. A single write keeps lines from different workers whole. */
+static void emit(const char *line, size_t len, bool access)
+{
+    pthread_mutex_lock(&batch_lock);
+    if (access && batching && len <= BATCH_MAX) {
+        if (batch_len + len > BATCH_MAX) flush_locked();
+        memcpy(batch + batch_len, line, len);
+        batch_len += len;
+    } else {
+        flush_locked();
+        write_all(line, len);
+    }
+    pthread_mutex_unlock(&batch_lock);
 }
 
 typedef struct jline {
@@ -74,20 +154,18 @@ static void jhead(jline_t *j, int level)
     gettimeofday(&tv, NULL);
     struct tm tm;
     gmtime_r(&tv.tv_sec, &tm);
-    j->len =
-        (size_t)snprintf(j->data, sizeof(j->data),
-                         "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
-                         "\"pid\":%d",
-                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                         tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], (int)getpid());
+    j->len = (size_t)snprintf(j->data, sizeof(j->data),
+                              "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"level\":\"%s\","
+                              "\"pid\":%d",
+                              tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                              tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level], log_pid());
 }
 
-static void jend(jline_t *j)
+static void jend(jline_t *j, bool access)
 {
     j->data[j->len++] = '}';
     j->data[j->len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, j->data, j->len);
-    (void)w;
+    emit(j->data, j->len, access);
 }
 
 void log_access(const char *request_id, const char *method, const char *route, int status,
@@ -113,23 +191,20 @@ void log_access(const char *request_id, const char *method, const char *route, i
         jraw(&j, "null");
     jraw(&j, ",\"client\":");
     jstr(&j, client ? client : "");
-    jend(&j);
+    jend(&j, true);
 }
 
-void log_msg(int level, const char *fmt, ...)
+static void vlog(int level, bool access, const char *fmt, va_list ap)
 {
     if (level > log_level_current) return;
     if (log_json) {
         char msg[2048];
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
         jline_t j;
         jhead(&j, level);
         jraw(&j, ",\"msg\":");
         jstr(&j, msg);
-        jend(&j);
+        jend(&j, access);
         return;
     }
     char line[2048];
@@ -139,12 +214,9 @@ void log_msg(int level, const char *fmt, ...)
     gmtime_r(&tv.tv_sec, &tm);
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%d] %s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     (int)(tv.tv_usec / 1000), (int)getpid(), level_names[level]);
+                     (int)(tv.tv_usec / 1000), log_pid(), level_names[level]);
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
     size_t mlen = m < 0 ? 0 : (size_t)m;
     if (mlen > sizeof(msg) - 1) mlen = sizeof(msg) - 1;
     /* Control characters (CR, LF, ESC, ...) from any logged string are escaped as \xNN: a
@@ -163,7 +235,21 @@ void log_msg(int level, const char *fmt, ...)
         }
     }
     line[len++] = '\n';
-    /* A single write keeps lines from different workers whole. */
-    ssize_t w = write(STDERR_FILENO, line, len);
-    (void)w;
+    emit(line, len, access);
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, false, fmt, ap);
+    va_end(ap);
+}
+
+void log_access_text(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(LOG_INFO, true, fmt, ap);
+    va_end(ap);
 }

@@ -2,7 +2,8 @@
  * Router: routes are compiled into segment lists on registration. A request path is split once
  * and compared with every route; among matches, a literal segment beats a :param at the same
  * depth ("/api/users/me" wins over "/api/users/:id"). About a hundred routes make a linear scan
- * cheaper than any tree in practice.
+ * cheaper than any tree in practice; a path that equals a pattern without :params (most requests)
+ * is found in a small table first.
  */
 #include "core/router.h"
 
@@ -25,6 +26,60 @@ typedef struct compiled {
 static compiled_t *routes;
 static size_t nroutes, caproutes;
 static router_guard_fn guard;
+
+/* Routes without a :param, by method and exact path: a request path equal to such a pattern
+ * (the common case) is answered without the scan, and is what the scan would pick (every
+ * segment literal: no other route scores higher, and the first registered wins a tie). */
+#define LITERAL_SLOTS 1024
+static struct {
+    const route_t *route;
+    size_t len;
+} literal[LITERAL_SLOTS];
+
+static size_t literal_slot(int method, const char *path, size_t len)
+{
+    size_t h = (size_t)method * 131 + len;
+    for (size_t i = 0; i < len; i++)
+        h = h * 31 + (unsigned char)path[i];
+    return h % LITERAL_SLOTS;
+}
+
+static const route_t *literal_find(int method, const char *path, size_t len)
+{
+    for (size_t i = literal_slot(method, path, len), n = 0; n < LITERAL_SLOTS;
+         n++, i = (i + 1) % LITERAL_SLOTS) {
+        const route_t *r = literal[i].route;
+        if (!r) return NULL;
+        if (r->method == method && literal[i].len == len && memcmp(r->pattern, path, len) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* "/a/b": one leading slash, no empty segment, no trailing slash, no :param. */
+static bool pattern_literal(const char *p)
+{
+    if (p[0] != '/' || p[1] == '\0') return false;
+    for (const char *q = p + 1;; q++) {
+        if (*q == ':' && q[-1] == '/') return false;
+        if (*q == '/' && (q[-1] == '/' || q[1] == '\0')) return false;
+        if (*q == '\0') return true;
+    }
+}
+
+static void literal_add(const route_t *r)
+{
+    size_t len = strlen(r->pattern);
+    if (!pattern_literal(r->pattern) || literal_find(r->method, r->pattern, len)) return;
+    static size_t used;
+    if (used + 1 >= LITERAL_SLOTS / 2) return; /* the scan still finds it */
+    size_t i = literal_slot(r->method, r->pattern, len);
+    while (literal[i].route)
+        i = (i + 1) % LITERAL_SLOTS;
+    literal[i].route = r;
+    literal[i].len = len;
+    used++;
+}
 
 static const char *method_name(int m)
 {
@@ -58,6 +113,7 @@ void router_add(const route_t *table, size_t n)
         compiled_t *c = &routes[nroutes++];
         memset(c, 0, sizeof(*c));
         c->route = &table[i];
+        literal_add(&table[i]);
         const char *p = table[i].pattern;
         while (*p == '/')
             p++;
@@ -109,6 +165,13 @@ void router_set_guard(router_guard_fn g)
 
 const route_t *router_match(http_req_t *req, int *status, const char **allow)
 {
+    int method = req->method == HTTP_M_HEAD ? HTTP_M_GET : req->method;
+    const route_t *lit = literal_find(method, req->path, strlen(req->path));
+    if (lit) {
+        req->nparams = 0;
+        req->route = lit;
+        return lit;
+    }
     const char *segs[MAX_SEGS + 1];
     size_t lens[MAX_SEGS + 1];
     int nsegs = 0;
@@ -127,7 +190,6 @@ const route_t *router_match(http_req_t *req, int *status, const char **allow)
         /* A trailing slash makes an empty last segment, which matches nothing but a :param
          * that then fails validation; treat "/a/b/" as "/a/b". */
     }
-    int method = req->method == HTTP_M_HEAD ? HTTP_M_GET : req->method;
     const compiled_t *best = NULL;
     unsigned best_score = 0;
     unsigned allow_mask = 0; /* bit per method index in method_list */

@@ -185,9 +185,15 @@ static caller_t *caller_from_row(http_req_t *req, const ctx_row_t *r)
     c->pending_invites = r->v[CONTEXT_CALLER_PENDING_INVITES]
                              ? (int)strtol(r->v[CONTEXT_CALLER_PENDING_INVITES], NULL, 10)
                              : 0;
-    if (c->first_name && c->last_name)
-        c->display_name = arena_printf(&req->arena, "%s %s", c->first_name, c->last_name);
-    else
+    if (c->first_name && c->last_name) {
+        size_t fl = (size_t)r->len[CONTEXT_CALLER_FIRST_NAME],
+               ll = (size_t)r->len[CONTEXT_CALLER_LAST_NAME];
+        char *name = arena_alloc(&req->arena, fl + ll + 2);
+        memcpy(name, c->first_name, fl);
+        name[fl] = ' ';
+        memcpy(name + fl + 1, c->last_name, ll + 1);
+        c->display_name = name;
+    } else
         c->display_name = c->first_name ? c->first_name : (c->last_name ? c->last_name : "");
     return c;
 }

@@ -125,7 +125,7 @@ bool ctx_cache_get(const char *hash, const char *org, ctx_row_t *out)
 {
     if (!slots) return false;
     /* Invalidations already on the subscriber socket are applied before an entry is trusted, even
-     * when the loop has not polled that socket yet (one recv() per lookup, EAGAIN when idle). */
+     * when the loop has not polled that socket yet (one recv() per loop turn, EAGAIN when idle). */
     redis_sub_drain();
     if (!usable() || !lease_held()) return false;
     char key[KEY_MAX];

@@ -135,8 +135,10 @@ static struct {
     char *host, *user, *pass;
     int port, db;
     rclient_t cmd, sub;
-    uv_timer_t sweep; /* command timeouts, runs while `pending` is not empty */
-    uv_timer_t defer; /* fails commands issued while disconnected */
+    uv_timer_t sweep;  /* command timeouts, runs while `pending` is not empty */
+    uv_timer_t defer;  /* fails commands issued while disconnected */
+    uv_prepare_t turn; /* before each poll: redis_sub_drain may read again */
+    bool drained;      /* redis_sub_drain read the subscriber socket in this loop turn */
     rcmd_t *pending_head, *pending_tail;
     rcmd_t *failq_head, *failq_tail;
     rpub_t *pubq_head, *pubq_tail;
@@ -252,6 +254,12 @@ static void client_init(rclient_t *cl, const char *name, bool is_sub)
     uv_timer_init(R.loop, &cl->timer);
 }
 
+static void on_turn(uv_prepare_t *h)
+{
+    (void)h;
+    R.drained = false;
+}
+
 int redis_init(uv_loop_t *loop, const char *url)
 {
     if (R.running) return 0;
@@ -277,6 +285,10 @@ int redis_init(uv_loop_t *loop, const char *url)
     }
     uv_timer_init(loop, &R.sweep);
     uv_timer_init(loop, &R.defer);
+    uv_prepare_init(loop, &R.turn);
+    uv_prepare_start(&R.turn, on_turn);
+    uv_unref((uv_handle_t *)&R.turn);
+    R.drained = false;
     client_init(&R.cmd, "redis", false);
     client_init(&R.sub, "redis subscriber", true);
     R.running = true;
@@ -322,6 +334,7 @@ void redis_shutdown(void)
     chans_free();
     uv_close((uv_handle_t *)&R.sweep, NULL);
     uv_close((uv_handle_t *)&R.defer, NULL);
+    uv_close((uv_handle_t *)&R.turn, NULL);
     free(R.host);
     free(R.user);
     free(R.pass);
@@ -565,6 +578,9 @@ static int rpoll_attach(redisAsyncContext *ac)
 
 static void rpoll_update(rpoll_t *p, int events)
 {
+    /* hiredis re-adds the read event after every read: restarting a poll that already waits for
+     * the same events would remove the socket from epoll and add it back (two syscalls). */
+    if (events == p->events && events && uv_is_active((uv_handle_t *)&p->handle)) return;
     p->events = events;
     if (events)
         uv_poll_start(&p->handle, events, on_rpoll);
@@ -1046,8 +1062,11 @@ void redis_sub_drain(void)
      * inside a message handler (a reply it sends may start the next pipelined request, whose
      * lookup drains): hiredis's read is not reentrant, and the read in progress goes on with the
      * waiting messages anyway. */
-    if (sub_dispatching == 0 && R.running && R.sub.state == REDIS_STATE_CONNECTED && R.sub.ac)
+    if (sub_dispatching == 0 && !R.drained && R.running && R.sub.state == REDIS_STATE_CONNECTED &&
+        R.sub.ac) {
+        R.drained = true;
         redisAsyncHandleRead(R.sub.ac);
+    }
 }
 
 unsigned redis_sub_epoch(void)

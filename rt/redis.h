@@ -56,7 +56,8 @@ bool redis_channel_active(const char *channel);
 void redis_flush(void);
 /* Reads and dispatches the messages already waiting on the subscriber connection now, without
  * waiting for the loop to poll it. Non-blocking; does nothing when called from inside a message
- * handler (that read is still going on). */
+ * handler (that read is still going on), nor a second time in one loop turn: the lookups of one
+ * turn share one read (what arrives later is polled at the next turn, as without a drain). */
 void redis_sub_drain(void);
 /* Changes whenever the subscriber connection was lost: messages published meanwhile are gone. */
 unsigned redis_sub_epoch(void);

@@ -129,12 +129,54 @@ static void uuid_params_lower_cased(void **s)
     arena_free(&req.arena);
 }
 
+/* Paths without :params come from the table of literal patterns: it must answer as the scan
+ * would (the method counts, HEAD is GET, the first of two equal routes wins, a path that is not
+ * written exactly as a pattern still goes through the scan). */
+static const route_t literal_table[] = {
+    {HTTP_M_GET, "/lit/a", h_list, 0, 0, 0, 0},   {HTTP_M_GET, "/lit/a", h_get, 0, 0, 0, 0},
+    {HTTP_M_POST, "/lit/a", h_patch, 0, 0, 0, 0}, {HTTP_M_GET, "/lit/:id", h_users, 0, 0, 0, 0},
+    {HTTP_M_GET, "/lit/a/b", h_me, 0, 0, 0, 0},
+};
+
+static void literal_paths(void **s)
+{
+    (void)s;
+    router_add(literal_table, sizeof(literal_table) / sizeof(literal_table[0]));
+    http_req_t req;
+    int status;
+    const char *allow;
+    static const struct {
+        int method;
+        const char *path;
+        void (*handler)(http_req_t *);
+        int nparams;
+    } cases[] = {
+        {HTTP_M_GET, "/lit/a", h_list, 0},   {HTTP_M_HEAD, "/lit/a", h_list, 0},
+        {HTTP_M_POST, "/lit/a", h_patch, 0}, {HTTP_M_GET, "/lit/x", h_users, 1},
+        {HTTP_M_GET, "/lit/a/b", h_me, 0},   {HTTP_M_GET, "/lit/a/", h_list, 0},
+        {HTTP_M_GET, "//lit/a/b", h_me, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const route_t *r = match(&req, cases[i].method, cases[i].path, &status, &allow);
+        assert_non_null(r);
+        assert_ptr_equal(r->handler, cases[i].handler);
+        assert_int_equal(req.nparams, cases[i].nparams);
+        arena_free(&req.arena);
+    }
+    assert_null(match(&req, HTTP_M_PUT, "/lit/a", &status, &allow));
+    assert_int_equal(status, 405);
+    assert_non_null(strstr(allow, "GET"));
+    assert_non_null(strstr(allow, "POST"));
+    arena_free(&req.arena);
+}
+
 int run_router_tests(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matching),
         cmocka_unit_test(not_found_and_method),
         cmocka_unit_test(uuid_params_lower_cased),
+        cmocka_unit_test(literal_paths),
     };
     return cmocka_run_group_tests_name("core/router", tests, NULL, NULL);
 }
