@@ -333,32 +333,26 @@ static void reply_data(http_req_t *req, int status, const char *obj)
  * mentorship's access columns and current version, instead of the page statement. */
 static page_cache_t history_pages;
 
-static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_puts(b, key);
-    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
-}
-
 /* One ChatMessage (the shape of chat_message_obj, migration 0010) from row i of a page. */
 static void message_row(buf_t *b, const db_result_t *r, int i, const char *mentorship_id)
 {
-    member(b, "{\"id\":", r, i, CHAT_HISTORY_ID);
+    json_member(b, "{\"id\":", r, i, CHAT_HISTORY_ID);
     buf_puts(b, ",\"mentorshipId\":");
     buf_json_str(b, mentorship_id);
-    member(b, ",\"senderId\":", r, i, CHAT_HISTORY_SENDER_ID);
-    member(b, ",\"body\":", r, i, CHAT_HISTORY_BODY);
-    member(b, ",\"clientMessageId\":", r, i, CHAT_HISTORY_CLIENT_MESSAGE_ID);
-    member(b, ",\"createdAt\":", r, i, CHAT_HISTORY_CREATED_AT);
-    member(b, ",\"editedAt\":", r, i, CHAT_HISTORY_EDITED_AT);
-    member(b, ",\"deletedAt\":", r, i, CHAT_HISTORY_DELETED_AT);
-    member(b, ",\"replyToMessageId\":", r, i, CHAT_HISTORY_REPLY_TO_MESSAGE_ID);
+    json_member(b, ",\"senderId\":", r, i, CHAT_HISTORY_SENDER_ID);
+    json_member(b, ",\"body\":", r, i, CHAT_HISTORY_BODY);
+    json_member(b, ",\"clientMessageId\":", r, i, CHAT_HISTORY_CLIENT_MESSAGE_ID);
+    json_member(b, ",\"createdAt\":", r, i, CHAT_HISTORY_CREATED_AT);
+    json_member(b, ",\"editedAt\":", r, i, CHAT_HISTORY_EDITED_AT);
+    json_member(b, ",\"deletedAt\":", r, i, CHAT_HISTORY_DELETED_AT);
+    json_member(b, ",\"replyToMessageId\":", r, i, CHAT_HISTORY_REPLY_TO_MESSAGE_ID);
     if (db_isnull(r, i, CHAT_HISTORY_REPLY_ID)) {
         buf_puts(b, ",\"replyTo\":null");
     } else {
-        member(b, ",\"replyTo\":{\"id\":", r, i, CHAT_HISTORY_REPLY_ID);
-        member(b, ",\"senderId\":", r, i, CHAT_HISTORY_REPLY_SENDER_ID);
-        member(b, ",\"senderName\":", r, i, CHAT_HISTORY_REPLY_SENDER_NAME);
-        member(b, ",\"body\":", r, i, CHAT_HISTORY_REPLY_BODY);
+        json_member(b, ",\"replyTo\":{\"id\":", r, i, CHAT_HISTORY_REPLY_ID);
+        json_member(b, ",\"senderId\":", r, i, CHAT_HISTORY_REPLY_SENDER_ID);
+        json_member(b, ",\"senderName\":", r, i, CHAT_HISTORY_REPLY_SENDER_NAME);
+        json_member(b, ",\"body\":", r, i, CHAT_HISTORY_REPLY_BODY);
         buf_putc(b, '}');
     }
     buf_puts(b, ",\"attachments\":");
@@ -370,11 +364,11 @@ static void message_row(buf_t *b, const db_result_t *r, int i, const char *mento
     if (db_isnull(r, i, CHAT_HISTORY_USER_ID)) {
         buf_puts(b, ",\"sender\":null}");
     } else {
-        member(b, ",\"sender\":{\"id\":", r, i, CHAT_HISTORY_USER_ID);
-        member(b, ",\"firstName\":", r, i, CHAT_HISTORY_USER_FIRST_NAME);
-        member(b, ",\"lastName\":", r, i, CHAT_HISTORY_USER_LAST_NAME);
-        member(b, ",\"email\":", r, i, CHAT_HISTORY_USER_EMAIL);
-        member(b, ",\"avatar\":", r, i, CHAT_HISTORY_USER_AVATAR_URL);
+        json_member(b, ",\"sender\":{\"id\":", r, i, CHAT_HISTORY_USER_ID);
+        json_member(b, ",\"firstName\":", r, i, CHAT_HISTORY_USER_FIRST_NAME);
+        json_member(b, ",\"lastName\":", r, i, CHAT_HISTORY_USER_LAST_NAME);
+        json_member(b, ",\"email\":", r, i, CHAT_HISTORY_USER_EMAIL);
+        json_member(b, ",\"avatar\":", r, i, CHAT_HISTORY_USER_AVATAR_URL);
         buf_puts(b, "}}");
     }
 }
@@ -1208,19 +1202,19 @@ static void conversations_on_rows(http_req_t *req, db_result_t *r)
     buf_reserve(&b, 64 + (size_t)n * 600);
     buf_puts(&b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
-        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i,
-               CHAT_CONVERSATIONS_MENTORSHIP_ID);
-        member(&b, ",\"mentorshipTitle\":", r, i, CHAT_CONVERSATIONS_TITLE);
-        member(&b, ",\"mentorshipStatus\":", r, i, CHAT_CONVERSATIONS_STATUS);
-        member(&b, ",\"otherUser\":{\"id\":", r, i, CHAT_CONVERSATIONS_USER_ID);
-        member(&b, ",\"firstName\":", r, i, CHAT_CONVERSATIONS_USER_FIRST_NAME);
-        member(&b, ",\"lastName\":", r, i, CHAT_CONVERSATIONS_USER_LAST_NAME);
-        member(&b, ",\"email\":", r, i, CHAT_CONVERSATIONS_USER_EMAIL);
-        member(&b, ",\"avatar\":", r, i, CHAT_CONVERSATIONS_USER_AVATAR_URL);
-        member(&b, "},\"lastMessage\":{\"id\":", r, i, CHAT_CONVERSATIONS_LAST_MESSAGE_ID);
-        member(&b, ",\"body\":", r, i, CHAT_CONVERSATIONS_LAST_BODY);
-        member(&b, ",\"senderId\":", r, i, CHAT_CONVERSATIONS_LAST_SENDER_ID);
-        member(&b, ",\"createdAt\":", r, i, CHAT_CONVERSATIONS_LAST_AT);
+        json_member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i,
+                    CHAT_CONVERSATIONS_MENTORSHIP_ID);
+        json_member(&b, ",\"mentorshipTitle\":", r, i, CHAT_CONVERSATIONS_TITLE);
+        json_member(&b, ",\"mentorshipStatus\":", r, i, CHAT_CONVERSATIONS_STATUS);
+        json_member(&b, ",\"otherUser\":{\"id\":", r, i, CHAT_CONVERSATIONS_USER_ID);
+        json_member(&b, ",\"firstName\":", r, i, CHAT_CONVERSATIONS_USER_FIRST_NAME);
+        json_member(&b, ",\"lastName\":", r, i, CHAT_CONVERSATIONS_USER_LAST_NAME);
+        json_member(&b, ",\"email\":", r, i, CHAT_CONVERSATIONS_USER_EMAIL);
+        json_member(&b, ",\"avatar\":", r, i, CHAT_CONVERSATIONS_USER_AVATAR_URL);
+        json_member(&b, "},\"lastMessage\":{\"id\":", r, i, CHAT_CONVERSATIONS_LAST_MESSAGE_ID);
+        json_member(&b, ",\"body\":", r, i, CHAT_CONVERSATIONS_LAST_BODY);
+        json_member(&b, ",\"senderId\":", r, i, CHAT_CONVERSATIONS_LAST_SENDER_ID);
+        json_member(&b, ",\"createdAt\":", r, i, CHAT_CONVERSATIONS_LAST_AT);
         buf_printf(&b, "},\"unreadCount\":%lld}",
                    db_getll(r, i, CHAT_CONVERSATIONS_UNREAD_COUNT, 0));
     }

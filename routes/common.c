@@ -375,6 +375,12 @@ void reply_db_json(http_req_t *req, int status, const struct db_result *r)
     http_reply_jsonn(req, status, json, db_getlen(r, 0, REPLY_DB_JSON_COL));
 }
 
+void json_member(buf_t *b, const char *prefix, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, prefix);
+    buf_json_str(b, db_get(r, row, col));
+}
+
 static const char *seconds(http_req_t *req, int n)
 {
     return n == 1 ? "1 second" : arena_printf(&req->arena, "%d seconds", n);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/mem.h"
 #include "routes/files.h"
@@ -30,10 +31,7 @@ long long page_row_version(const db_result_t *r, int col)
 
 static page_entry_t *page_slot(page_cache_t *c, const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return &c->slots[h % PAGE_CACHE_SLOTS];
+    return &c->slots[fnv1a(key) % PAGE_CACHE_SLOTS];
 }
 
 static page_entry_t *page_get(page_cache_t *c, const char *key)
