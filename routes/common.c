@@ -65,7 +65,7 @@ const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_
     const char *s = field_str(req, body, key, v, present_required, 1, VALIDATE_TZ_MAX, true);
     if (!s || v->n != before) return NULL;
     if (!validate_is_timezone(s)) {
-        verr_add(v, key, "must be an IANA time zone");
+        verr_add(v, key, "must be an IANA time zone such as Europe/Madrid");
         return NULL;
     }
     return s;

@@ -332,13 +332,8 @@ static void parse_timezone(http_req_t *req, json_t *body, verr_t *v, users_state
         st->set[F_TZ] = true;
         return;
     }
-    int before = v->n;
-    const char *s = field_str(req, body, "timezone", v, true, 1, VALIDATE_TZ_MAX, false);
-    if (!s || v->n != before) return;
-    if (!validate_is_timezone(s)) {
-        verr_add(v, "timezone", "must be an IANA time zone such as Europe/Madrid");
-        return;
-    }
+    const char *s = field_timezone(req, body, "timezone", v, true);
+    if (!s) return;
     st->set[F_TZ] = true;
     st->val[F_TZ] = s;
 }
