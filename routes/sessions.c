@@ -199,7 +199,7 @@ typedef struct create_state {
 } create_state_t;
 
 /* Step 2: the session is in, the notices queued, committed (23P01 -> 409 SESSION_CONFLICT
- * through routes/dberr.c). */
+ * through routes/dbreq.c (dberr_find)). */
 static void create_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     create_state_t *st = req->data;
