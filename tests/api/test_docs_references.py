@@ -1,7 +1,7 @@
 """Every source file the READMEs, docs and comments name exists: a path such as routes/dbreq.c
 (from the root, or the end of a longer one: `core/test_http_loop.c` in tests/README.md), a
 generated header db/q_<area>.h (its db/queries/<area>.sql), and each file of a folder README's
-table (`events.c/.h` names events.c and events.h). Runs on the checkout, not on the server."""
+table (`events.c/.h` names events.c and events.h), in one row only. Runs on the checkout, not on the server."""
 import os
 import re
 import subprocess
@@ -42,14 +42,19 @@ def dangling(files, read):
             bad.append((f, text.count("\n", 0, m.start()) + 1, m.group(1)))
         if f.endswith("README.md"):
             folder = os.path.dirname(f)
+            seen = set()
             for row in ROW.finditer(text):
                 for n in NAME.finditer(row.group(1)):
                     exts = [n.group(2)] + [e for e in n.group(3).split("/.") if e]
                     for e in exts:
                         name = "%s.%s" % (n.group(1), e)
                         path = "%s/%s" % (folder, name) if folder else name
+                        line = text.count("\n", 0, row.start()) + 1
                         if path not in have:
-                            bad.append((f, text.count("\n", 0, row.start()) + 1, name))
+                            bad.append((f, line, name))
+                        elif path in seen:
+                            bad.append((f, line, name + " (a second row)"))
+                        seen.add(path)
     return bad
 
 
@@ -58,15 +63,17 @@ def test_named_files_exist():
         with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
             return fh.read()
     bad = dangling(repo_files(), read)
-    assert not bad, "files named but not there:\n" + "\n".join("%s:%d: %s" % b for b in bad)
+    assert not bad, "files named but not there, or twice in a table:\n" + "\n".join("%s:%d: %s" % b for b in bad)
 
 
 def test_check_can_fail():
     files = ["rt/README.md", "rt/events.c", "rt/events.h", "routes/sessions.c", "db/queries/x.sql",
              "tests/unit/core/test_http_loop.c"]
-    text = {"rt/README.md": "| file | what |\n|---|---|\n| `events.c/.h`, `gone.c` | x |\n",
+    text = {"rt/README.md": "| file | what |\n|---|---|\n| `events.c/.h`, `gone.c` | x |\n"
+                            "| `events.c` | again |\n",
             "routes/sessions.c": "/* through routes/dberr.c; db/q_x.h, db/q_y.h,\n"
                                  " * core/test_http_loop.c */\n"}
     bad = dangling(files, lambda f: text.get(f, ""))
-    assert bad == [("rt/README.md", 3, "gone.c"), ("routes/sessions.c", 1, "routes/dberr.c"),
+    assert bad == [("rt/README.md", 3, "gone.c"), ("rt/README.md", 4, "events.c (a second row)"),
+                   ("routes/sessions.c", 1, "routes/dberr.c"),
                    ("routes/sessions.c", 1, "db/q_y.h")], bad
