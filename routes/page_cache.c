@@ -8,7 +8,7 @@
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/mem.h"
-#include "routes/files.h"
+#include "routes/file_urls.h"
 
 const char *page_cache_key(http_req_t *req, int n, const char *const *fields)
 {
@@ -79,5 +79,5 @@ void page_cache_put(page_cache_t *c, const char *key, long long version, const c
     /* Stored compact, so a hit is sent without the reply's scan (core/json.h). */
     e->len = json_compact(e->body, body, len);
     c->bytes += e->len;
-    e->refs = files_has_refs(e->body, e->len);
+    e->refs = file_urls_needed(e->body, e->len, FILE_URLS_REFS);
 }
