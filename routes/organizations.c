@@ -428,8 +428,7 @@ static void on_member_list(http_req_t *req, db_result_t *r)
         char joined[TIMEFMT_LEN + 1];
         timefmt_format(db_getll(r, i, MEMBER_LIST_JOINED_MS, 0), joined);
         const char *primary = db_get(r, i, MEMBER_LIST_IS_PRIMARY);
-        buf_puts(&b, items++ ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(&b, db_get(r, i, MEMBER_LIST_USER_ID));
+        json_member(&b, items++ ? ",{\"id\":" : "{\"id\":", r, i, MEMBER_LIST_USER_ID);
         json_member(&b, ",\"email\":", r, i, MEMBER_LIST_EMAIL);
         json_member(&b, ",\"status\":", r, i, MEMBER_LIST_STATUS);
         json_member(&b, ",\"firstName\":", r, i, MEMBER_LIST_FIRST_NAME);

@@ -487,8 +487,7 @@ static long long render_org_list(http_req_t *req, page_list_t *pl, const db_resu
     buf_puts(b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
         if (db_isnull(r, i, USER_LIST_ORG_ID)) continue;
-        buf_puts(b, items++ ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(b, db_get(r, i, USER_LIST_ORG_ID));
+        json_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, USER_LIST_ORG_ID);
         json_member(b, ",\"email\":", r, i, USER_LIST_ORG_EMAIL);
         json_member(b, ",\"status\":", r, i, USER_LIST_ORG_STATUS);
         json_member(b, ",\"globalRole\":", r, i, USER_LIST_ORG_GLOBAL_ROLE);
