@@ -6,7 +6,6 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "core/log.h"
 #include "rt/storage.h"
 
 #define REF_MARK "\"storage:" /* storage_ref_make's prefix, as a JSON string starts */
@@ -47,7 +46,7 @@ static bool token_is(const char *s, size_t a, size_t b, const char *lit)
 /* A JSON string token's value (arena), or NULL for null and anything that is not a string. */
 static const char *string_value(arena_t *a, const char *s, size_t from, size_t to)
 {
-    if (to <= from || s[from] != '"') return NULL;
+    if (to - from < 2 || s[from] != '"' || s[to - 1] != '"') return NULL;
     if (!memchr(s + from, '\\', to - from)) return arena_strndup(a, s + from + 1, to - from - 2);
     json_error_t err;
     json_t *j = json_loadb(s + from, to - from, JSON_DECODE_ANY, &err);

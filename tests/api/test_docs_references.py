@@ -1,7 +1,8 @@
 """Every source file the READMEs, docs and comments name exists: a path such as routes/dbreq.c
 (from the root, or the end of a longer one: `core/test_http_loop.c` in tests/README.md), a
 generated header db/q_<area>.h (its db/queries/<area>.sql), and each file of a folder README's
-table (`events.c/.h` names events.c and events.h), in one row only. Runs on the checkout, not on the server."""
+table (`events.c/.h` names events.c and events.h), in one row only. Runs on the checkout, not
+on the server."""
 import os
 import re
 import subprocess
@@ -63,7 +64,8 @@ def test_named_files_exist():
         with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
             return fh.read()
     bad = dangling(repo_files(), read)
-    assert not bad, "files named but not there, or twice in a table:\n" + "\n".join("%s:%d: %s" % b for b in bad)
+    assert not bad, "files named but not there, or twice in a table:\n" + \
+        "\n".join("%s:%d: %s" % b for b in bad)
 
 
 def test_check_can_fail():
