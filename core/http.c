@@ -19,6 +19,7 @@
  * Ownership: http_conn_t is freed only in its uv_close callback. The connection holds one
  * reference on its live request; see http.h for the request's lifetime.
  */
+#include "core/hash.h"
 #include "core/http.h"
 
 #include <errno.h>
@@ -1653,10 +1654,7 @@ static void conn_arm(http_conn_t *c, uint64_t ms)
 
 static uint32_t ip_hash(const char *ip)
 {
-    uint32_t h = 2166136261u;
-    for (; *ip; ip++)
-        h = (h ^ (unsigned char)*ip) * 16777619u;
-    return h % IP_BUCKETS;
+    return fnv1a(ip) % IP_BUCKETS;
 }
 
 /* Counts a connection from ip; NULL (nothing counted) when the address is at its cap. */

@@ -50,13 +50,13 @@
 #include "domain/validate.h"
 #include "routes/common.h"
 #include "routes/dbreq.h"
+#include "routes/file_urls.h"
 #include "routes/context.h"
 #include "routes/page_cache.h"
 #include "routes/perm.h"
 #include "routes/routes.h"
 #include "rt/events.h"
 #include "rt/outbox.h"
-#include "rt/storage.h"
 
 #define CHAT_TOKEN_SECONDS 3600
 #define CHAT_BODY_MAX 4000
@@ -66,9 +66,8 @@
 #define CHAT_SEARCH_MAX 50
 #define CHAT_SEARCH_TERM_MAX 200
 #define CHAT_EMOJI_MAX 8
-#define CHAT_URL_SECONDS (15 * 60)
-/* How an avatar storage reference starts (rt/storage.h). */
-#define STORAGE_REF_PREFIX "storage:"
+/* What a message carries that becomes a URL: attachment keys and avatar references. */
+#define CHAT_URLS (FILE_URLS_KEYS | FILE_URLS_REFS)
 
 static void conversations(http_req_t *req);
 static void chat_token(http_req_t *req);
@@ -255,70 +254,14 @@ static bool emoji_ok(const char *s, size_t n)
 
 /* ---- attachment urls ---- */
 
-/* A presigned GET url (15 minutes) for a stored object, or NULL when storage cannot sign. */
-static char *presign_url(http_req_t *req, const char *key, const char *filename,
-                         const char *mime_type)
-{
-    if (!key || !filename || !mime_type) return NULL;
-    return storage_presign_get(&req->arena, key, filename, mime_type, CHAT_URL_SECONDS);
-}
-
-/* An avatar that is an uploaded image holds a storage reference (rt/storage.h); it is shown
- * as a fresh presigned url, here too, so that events carry urls as the answers do. */
-static json_t *avatar_url(http_req_t *req, const char *ref)
-{
-    char *url = storage_ref_render(&req->arena, ref, strlen(ref), CHAT_URL_SECONDS);
-    return url ? json_string(url) : json_string(ref);
-}
-
-/* Replaces every "_key" member (the storage key, chat_attachments_json) by "url", and avatar
- * storage references by urls. */
-static void urls_walk(http_req_t *req, json_t *j)
-{
-    if (json_is_array(j)) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(j, i, e) urls_walk(req, e);
-        return;
-    }
-    if (!json_is_object(j)) return;
-    json_t *key = json_object_get(j, "_key");
-    if (key) {
-        const char *k = json_string_value(key);
-        char *url = presign_url(req, k, json_string_value(json_object_get(j, "filename")),
-                                json_string_value(json_object_get(j, "mimeType")));
-        json_object_set_new(j, "url", url ? json_string(url) : json_null());
-        json_object_del(j, "_key");
-        return;
-    }
-    const char *avatar = json_string_value(json_object_get(j, "avatar"));
-    if (avatar && strncmp(avatar, STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX)) == 0)
-        json_object_set_new(j, "avatar", avatar_url(req, avatar));
-    const char *name;
-    json_t *v;
-    json_object_foreach(j, name, v) urls_walk(req, v);
-}
-
-/* The JSON text with attachment and avatar urls filled in (arena); the text itself when it
- * has none. */
+/* The JSON text with attachment and avatar urls filled in (routes/file_urls.h), in the arena:
+ * answers and events alike. */
 static const char *with_urls(http_req_t *req, const char *json, size_t len)
 {
     if (!json) return NULL;
-    if (!memmem(json, len, "\"_key\"", 6) &&
-        !memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1))
-        return arena_strndup(&req->arena, json, len);
-    json_error_t err;
-    json_t *j = json_loadb(json, len, 0, &err);
-    if (!j) {
-        log_error("req %s: chat JSON could not be parsed: %s", req->id, err.text);
-        return arena_strndup(&req->arena, json, len);
-    }
-    urls_walk(req, j);
-    char *text = json_dumps(j, JSON_COMPACT);
-    const char *out = arena_strdup(&req->arena, text);
-    free(text);
-    json_decref(j);
-    return out;
+    size_t n;
+    const char *out = file_urls_render(req, json, len, CHAT_URLS, &n);
+    return out == json ? arena_strndup(&req->arena, json, len) : out;
 }
 
 static void reply_data(http_req_t *req, int status, const char *obj)
@@ -335,32 +278,26 @@ static void reply_data(http_req_t *req, int status, const char *obj)
  * mentorship's access columns and current version, instead of the page statement. */
 static page_cache_t history_pages;
 
-static void member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_puts(b, key);
-    buf_json_str(b, db_get(r, row, col)); /* null for SQL NULL */
-}
-
 /* One ChatMessage (the shape of chat_message_obj, migration 0010) from row i of a page. */
 static void message_row(buf_t *b, const db_result_t *r, int i, const char *mentorship_id)
 {
-    member(b, "{\"id\":", r, i, CHAT_HISTORY_ID);
+    json_member(b, "{\"id\":", r, i, CHAT_HISTORY_ID);
     buf_puts(b, ",\"mentorshipId\":");
     buf_json_str(b, mentorship_id);
-    member(b, ",\"senderId\":", r, i, CHAT_HISTORY_SENDER_ID);
-    member(b, ",\"body\":", r, i, CHAT_HISTORY_BODY);
-    member(b, ",\"clientMessageId\":", r, i, CHAT_HISTORY_CLIENT_MESSAGE_ID);
-    member(b, ",\"createdAt\":", r, i, CHAT_HISTORY_CREATED_AT);
-    member(b, ",\"editedAt\":", r, i, CHAT_HISTORY_EDITED_AT);
-    member(b, ",\"deletedAt\":", r, i, CHAT_HISTORY_DELETED_AT);
-    member(b, ",\"replyToMessageId\":", r, i, CHAT_HISTORY_REPLY_TO_MESSAGE_ID);
+    json_member(b, ",\"senderId\":", r, i, CHAT_HISTORY_SENDER_ID);
+    json_member(b, ",\"body\":", r, i, CHAT_HISTORY_BODY);
+    json_member(b, ",\"clientMessageId\":", r, i, CHAT_HISTORY_CLIENT_MESSAGE_ID);
+    json_member(b, ",\"createdAt\":", r, i, CHAT_HISTORY_CREATED_AT);
+    json_member(b, ",\"editedAt\":", r, i, CHAT_HISTORY_EDITED_AT);
+    json_member(b, ",\"deletedAt\":", r, i, CHAT_HISTORY_DELETED_AT);
+    json_member(b, ",\"replyToMessageId\":", r, i, CHAT_HISTORY_REPLY_TO_MESSAGE_ID);
     if (db_isnull(r, i, CHAT_HISTORY_REPLY_ID)) {
         buf_puts(b, ",\"replyTo\":null");
     } else {
-        member(b, ",\"replyTo\":{\"id\":", r, i, CHAT_HISTORY_REPLY_ID);
-        member(b, ",\"senderId\":", r, i, CHAT_HISTORY_REPLY_SENDER_ID);
-        member(b, ",\"senderName\":", r, i, CHAT_HISTORY_REPLY_SENDER_NAME);
-        member(b, ",\"body\":", r, i, CHAT_HISTORY_REPLY_BODY);
+        json_member(b, ",\"replyTo\":{\"id\":", r, i, CHAT_HISTORY_REPLY_ID);
+        json_member(b, ",\"senderId\":", r, i, CHAT_HISTORY_REPLY_SENDER_ID);
+        json_member(b, ",\"senderName\":", r, i, CHAT_HISTORY_REPLY_SENDER_NAME);
+        json_member(b, ",\"body\":", r, i, CHAT_HISTORY_REPLY_BODY);
         buf_putc(b, '}');
     }
     buf_puts(b, ",\"attachments\":");
@@ -372,11 +309,11 @@ static void message_row(buf_t *b, const db_result_t *r, int i, const char *mento
     if (db_isnull(r, i, CHAT_HISTORY_USER_ID)) {
         buf_puts(b, ",\"sender\":null}");
     } else {
-        member(b, ",\"sender\":{\"id\":", r, i, CHAT_HISTORY_USER_ID);
-        member(b, ",\"firstName\":", r, i, CHAT_HISTORY_USER_FIRST_NAME);
-        member(b, ",\"lastName\":", r, i, CHAT_HISTORY_USER_LAST_NAME);
-        member(b, ",\"email\":", r, i, CHAT_HISTORY_USER_EMAIL);
-        member(b, ",\"avatar\":", r, i, CHAT_HISTORY_USER_AVATAR_URL);
+        json_member(b, ",\"sender\":{\"id\":", r, i, CHAT_HISTORY_USER_ID);
+        json_member(b, ",\"firstName\":", r, i, CHAT_HISTORY_USER_FIRST_NAME);
+        json_member(b, ",\"lastName\":", r, i, CHAT_HISTORY_USER_LAST_NAME);
+        json_member(b, ",\"email\":", r, i, CHAT_HISTORY_USER_EMAIL);
+        json_member(b, ",\"avatar\":", r, i, CHAT_HISTORY_USER_AVATAR_URL);
         buf_puts(b, "}}");
     }
 }
@@ -388,17 +325,10 @@ typedef struct page_req {
     const char *key; /* first history page: its key in history_pages */
 } page_req_t;
 
-/* Whether a rendered page holds storage keys or references that need urls. */
-static bool needs_urls(const char *json, size_t len)
-{
-    return memmem(json, len, "\"_key\"", 6) ||
-           memmem(json, len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1);
-}
-
 /* Sends a rendered page (and frees it), with attachment and avatar urls presigned now. */
 static void reply_page(http_req_t *req, buf_t *b)
 {
-    if (!needs_urls(b->data, b->len)) {
+    if (!file_urls_needed(b->data, b->len, CHAT_URLS)) {
         http_reply_buf(req, 200, "application/json; charset=utf-8", b);
         return;
     }
@@ -443,7 +373,7 @@ static void history_on_version(http_req_t *req, db_result_t *r)
     const page_req_t *pr = req->data;
     const page_entry_t *e =
         page_cache_get(&history_pages, pr->key, page_row_version(r, CHAT_HISTORY_VERSION_VERSION));
-    if (e && !needs_urls(e->body, e->len)) {
+    if (e && !file_urls_needed(e->body, e->len, CHAT_URLS)) {
         req->body_compact = true; /* stored compact (page_cache_put) */
         http_reply_jsonn(req, 200, e->body, e->len);
         return;
@@ -947,30 +877,24 @@ static void conversations_on_rows(http_req_t *req, db_result_t *r)
     buf_reserve(&b, 64 + (size_t)n * 600);
     buf_puts(&b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
-        member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i,
-               CHAT_CONVERSATIONS_MENTORSHIP_ID);
-        member(&b, ",\"mentorshipTitle\":", r, i, CHAT_CONVERSATIONS_TITLE);
-        member(&b, ",\"mentorshipStatus\":", r, i, CHAT_CONVERSATIONS_STATUS);
-        member(&b, ",\"otherUser\":{\"id\":", r, i, CHAT_CONVERSATIONS_USER_ID);
-        member(&b, ",\"firstName\":", r, i, CHAT_CONVERSATIONS_USER_FIRST_NAME);
-        member(&b, ",\"lastName\":", r, i, CHAT_CONVERSATIONS_USER_LAST_NAME);
-        member(&b, ",\"email\":", r, i, CHAT_CONVERSATIONS_USER_EMAIL);
-        member(&b, ",\"avatar\":", r, i, CHAT_CONVERSATIONS_USER_AVATAR_URL);
-        member(&b, "},\"lastMessage\":{\"id\":", r, i, CHAT_CONVERSATIONS_LAST_MESSAGE_ID);
-        member(&b, ",\"body\":", r, i, CHAT_CONVERSATIONS_LAST_BODY);
-        member(&b, ",\"senderId\":", r, i, CHAT_CONVERSATIONS_LAST_SENDER_ID);
-        member(&b, ",\"createdAt\":", r, i, CHAT_CONVERSATIONS_LAST_AT);
+        json_member(&b, i ? ",{\"mentorshipId\":" : "{\"mentorshipId\":", r, i,
+                    CHAT_CONVERSATIONS_MENTORSHIP_ID);
+        json_member(&b, ",\"mentorshipTitle\":", r, i, CHAT_CONVERSATIONS_TITLE);
+        json_member(&b, ",\"mentorshipStatus\":", r, i, CHAT_CONVERSATIONS_STATUS);
+        json_member(&b, ",\"otherUser\":{\"id\":", r, i, CHAT_CONVERSATIONS_USER_ID);
+        json_member(&b, ",\"firstName\":", r, i, CHAT_CONVERSATIONS_USER_FIRST_NAME);
+        json_member(&b, ",\"lastName\":", r, i, CHAT_CONVERSATIONS_USER_LAST_NAME);
+        json_member(&b, ",\"email\":", r, i, CHAT_CONVERSATIONS_USER_EMAIL);
+        json_member(&b, ",\"avatar\":", r, i, CHAT_CONVERSATIONS_USER_AVATAR_URL);
+        json_member(&b, "},\"lastMessage\":{\"id\":", r, i, CHAT_CONVERSATIONS_LAST_MESSAGE_ID);
+        json_member(&b, ",\"body\":", r, i, CHAT_CONVERSATIONS_LAST_BODY);
+        json_member(&b, ",\"senderId\":", r, i, CHAT_CONVERSATIONS_LAST_SENDER_ID);
+        json_member(&b, ",\"createdAt\":", r, i, CHAT_CONVERSATIONS_LAST_AT);
         buf_printf(&b, "},\"unreadCount\":%lld}",
                    db_getll(r, i, CHAT_CONVERSATIONS_UNREAD_COUNT, 0));
     }
     buf_puts(&b, "]}");
-    if (!memmem(b.data, b.len, "\"" STORAGE_REF_PREFIX, strlen(STORAGE_REF_PREFIX) + 1)) {
-        http_reply_buf(req, 200, "application/json; charset=utf-8", &b);
-        return;
-    }
-    const char *json = with_urls(req, b.data, b.len);
-    buf_free(&b);
-    http_reply_json(req, 200, json);
+    http_reply_buf(req, 200, "application/json; charset=utf-8", &b); /* avatars: the filter */
 }
 
 static void conversations(http_req_t *req)

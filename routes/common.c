@@ -65,7 +65,7 @@ const char *field_timezone(http_req_t *req, json_t *body, const char *key, verr_
     const char *s = field_str(req, body, key, v, present_required, 1, VALIDATE_TZ_MAX, true);
     if (!s || v->n != before) return NULL;
     if (!validate_is_timezone(s)) {
-        verr_add(v, key, "must be an IANA time zone");
+        verr_add(v, key, "must be an IANA time zone such as Europe/Madrid");
         return NULL;
     }
     return s;
@@ -373,6 +373,12 @@ void reply_db_json(http_req_t *req, int status, const struct db_result *r)
         return;
     }
     http_reply_jsonn(req, status, json, db_getlen(r, 0, REPLY_DB_JSON_COL));
+}
+
+void json_member(buf_t *b, const char *prefix, const db_result_t *r, int row, int col)
+{
+    buf_puts(b, prefix);
+    buf_json_str(b, db_get(r, row, col));
 }
 
 static const char *seconds(http_req_t *req, int n)

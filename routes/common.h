@@ -119,6 +119,11 @@ void cookie_clear_session(http_req_t *req);
 struct db_result;
 void reply_db_json(http_req_t *req, int status, const struct db_result *r);
 
+/* Appends prefix (the member's key with its punctuation, as ",\"email\":") and then the text of
+ * row's column col as a JSON string: the one writer of string members read from a result (null
+ * for SQL NULL). */
+void json_member(buf_t *b, const char *prefix, const struct db_result *r, int row, int col);
+
 /* The stricter limiter of sign-in, sign-up, forget-password, invite accept and first run: per
  * client IP and per email (AUTH_RATE_LIMIT_*; 0 points turns it off). Replies 429 RATE_LIMITED
  * when over, naming the limit that was reached (rate_limit_reply), else calls next. Fails open

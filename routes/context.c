@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/router.h"
@@ -58,9 +59,7 @@ static bool refresh_due(const char *session_id)
         char id[40];
         uint64_t at;
     } recent[1024];
-    uint32_t h = 2166136261u;
-    for (const char *p = session_id; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
+    uint32_t h = fnv1a(session_id);
     uint64_t now = uv_now(http_loop());
     size_t i = h % 1024;
     if (strcmp(recent[i].id, session_id) == 0 && now - recent[i].at < 60000) return false;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/hash.h"
 #include "core/http.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -44,14 +45,6 @@ static char ack_channel[sizeof("coachd:ctx-ack:") + ID_LEN];
 static char hb_channel[sizeof("coachd:ctx-hb:") + ID_LEN];
 static uint64_t lease_sent_ns; /* uv_hrtime() at the sending of the newest heartbeat received */
 static uv_timer_t hb_timer, wait_timer;
-
-static uint32_t fnv(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
 
 static void make_key(char out[KEY_MAX], const char *hash, const char *org)
 {
@@ -130,7 +123,7 @@ bool ctx_cache_get(const char *hash, const char *org, ctx_row_t *out)
     if (!usable() || !lease_held()) return false;
     char key[KEY_MAX];
     make_key(key, hash, org);
-    entry_t *e = &slots[fnv(key) % SLOTS];
+    entry_t *e = &slots[fnv1a(key) % SLOTS];
     if (!e->key[0] || strcmp(e->key, key) != 0) return false;
     if (uv_now(http_loop()) - e->stored_ms >= (uint64_t)cfg.context_cache_ttl_ms ||
         e->expires_ms <= wall_ms()) {
@@ -151,7 +144,7 @@ void ctx_cache_put(const char *hash, const char *org, unsigned at_gen, const ctx
         if (row->v[i]) total += (size_t)row->len[i] + 1; /* bounded by the row's own size */
     char key[KEY_MAX];
     make_key(key, hash, org);
-    entry_t *e = &slots[fnv(key) % SLOTS];
+    entry_t *e = &slots[fnv1a(key) % SLOTS];
     entry_free(e);
     e->blob = xmalloc(total ? total : 1);
     char *p = e->blob;

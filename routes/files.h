@@ -40,11 +40,6 @@ enum files_ref_kind { FILES_REF_AVATAR, FILES_REF_LOGO };
 void files_ref_set(http_req_t *req, int kind, const char *target_id, const char *file_id,
                    files_ref_done_cb done);
 
-/* Renders storage references in a JSON response body (http_set_body_filter). */
-const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len);
-/* Whether a JSON body holds a storage reference that files_render_refs would render. */
-bool files_has_refs(const char *body, size_t len);
-
 /* The storage writer behind a streamed request body (multipart upload, local presigned PUT). It
  * holds a reference on req while it may call back (it pauses and resumes the body as the disk
  * keeps up). Exactly one of files_body_abort (idempotent; the route's on_gone and error paths)

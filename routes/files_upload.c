@@ -18,7 +18,7 @@
  *
  * Avatars and logos: users.avatar_file_id / organizations.logo_file_id name the file and
  * avatar_url / logo_url keep a signed storage reference (storage_ref_make) that every JSON
- * response renders as a fresh 15-minute URL (files_render_refs), so list caches and responses
+ * response renders as a fresh 15-minute URL (routes/file_urls.h), so list caches and responses
  * rendered by PostgreSQL never carry an expired link.
  */
 #include <stdlib.h>
@@ -467,43 +467,6 @@ void files_ref_set(http_req_t *req, int kind, const char *target_id, const char 
     db_req_query(req, SQL_FILES_REF_FILE, 2, params, ref_on_file);
 }
 
-/* ---- rendering references ---- */
-
-static const char mark[] = "\"storage:";
-
-bool files_has_refs(const char *body, size_t len)
-{
-    return memmem(body, len, mark, sizeof(mark) - 1) != NULL;
-}
-
-const char *files_render_refs(http_req_t *req, const char *body, size_t len, size_t *out_len)
-{
-    *out_len = len;
-    const char *hit = memmem(body, len, mark, sizeof(mark) - 1);
-    if (!hit) return body;
-    buf_t b = BUF_INIT;
-    const char *p = body, *end = body + len;
-    while (hit) {
-        const char *s = hit + 1;
-        const char *q = memchr(s, '"', (size_t)(end - s));
-        if (!q) break;
-        buf_append(&b, p, (size_t)(s - p));
-        char *url = storage_ref_render(&req->arena, s, (size_t)(q - s), STORAGE_URL_TTL);
-        if (url) {
-            buf_puts(&b, url);
-        } else {
-            buf_append(&b, s, (size_t)(q - s)); /* not a reference: left as it was */
-        }
-        p = q;
-        hit = memmem(p + 1, (size_t)(end - p - 1), mark, sizeof(mark) - 1);
-    }
-    buf_append(&b, p, (size_t)(end - p));
-    char *out = arena_strndup(&req->arena, b.data, b.len);
-    *out_len = b.len;
-    buf_free(&b);
-    return out;
-}
-
 static const route_t upload_routes[] = {
     {HTTP_M_POST, "/api/files/upload", upload_file, AUTH_ORG, ROLE_NONE, ROUTE_STREAM_BODY,
      UPLOAD_BODY_LIMIT},
@@ -512,5 +475,4 @@ static const route_t upload_routes[] = {
 void routes_files_upload_register(void)
 {
     router_add(upload_routes, sizeof(upload_routes) / sizeof(upload_routes[0]));
-    http_set_body_filter(files_render_refs);
 }

@@ -50,24 +50,18 @@ void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col)
     buf_append(b, out, TIMEFMT_LEN + 2);
 }
 
-static void member_str(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_puts(b, key);
-    buf_json_str(b, db_get(r, row, col));
-}
-
 void mentoring_json_mentorship_members(buf_t *b, const db_result_t *r, int row, int col,
                                        bool show_notes)
 {
-    member_str(b, "\"id\":", r, row, col + MENTORING_M_ID);
-    member_str(b, ",\"organizationId\":", r, row, col + MENTORING_M_ORGANIZATION_ID);
-    member_str(b, ",\"coachId\":", r, row, col + MENTORING_M_COACH_ID);
-    member_str(b, ",\"teacherId\":", r, row, col + MENTORING_M_TEACHER_ID);
-    member_str(b, ",\"status\":", r, row, col + MENTORING_M_STATUS);
-    member_str(b, ",\"title\":", r, row, col + MENTORING_M_TITLE);
-    member_str(b, ",\"description\":", r, row, col + MENTORING_M_DESCRIPTION);
+    json_member(b, "\"id\":", r, row, col + MENTORING_M_ID);
+    json_member(b, ",\"organizationId\":", r, row, col + MENTORING_M_ORGANIZATION_ID);
+    json_member(b, ",\"coachId\":", r, row, col + MENTORING_M_COACH_ID);
+    json_member(b, ",\"teacherId\":", r, row, col + MENTORING_M_TEACHER_ID);
+    json_member(b, ",\"status\":", r, row, col + MENTORING_M_STATUS);
+    json_member(b, ",\"title\":", r, row, col + MENTORING_M_TITLE);
+    json_member(b, ",\"description\":", r, row, col + MENTORING_M_DESCRIPTION);
     if (show_notes)
-        member_str(b, ",\"notes\":", r, row, col + MENTORING_M_NOTES);
+        json_member(b, ",\"notes\":", r, row, col + MENTORING_M_NOTES);
     else
         buf_puts(b, ",\"notes\":null");
     buf_puts(b, ",\"createdAt\":");
@@ -82,11 +76,11 @@ void mentoring_json_user(buf_t *b, const db_result_t *r, int row, int col)
         buf_append(b, "null", 4);
         return;
     }
-    member_str(b, "{\"id\":", r, row, col + MENTORING_U_ID);
-    member_str(b, ",\"email\":", r, row, col + MENTORING_U_EMAIL);
-    member_str(b, ",\"firstName\":", r, row, col + MENTORING_U_FIRST_NAME);
-    member_str(b, ",\"lastName\":", r, row, col + MENTORING_U_LAST_NAME);
-    member_str(b, ",\"avatarUrl\":", r, row, col + MENTORING_U_AVATAR_URL);
+    json_member(b, "{\"id\":", r, row, col + MENTORING_U_ID);
+    json_member(b, ",\"email\":", r, row, col + MENTORING_U_EMAIL);
+    json_member(b, ",\"firstName\":", r, row, col + MENTORING_U_FIRST_NAME);
+    json_member(b, ",\"lastName\":", r, row, col + MENTORING_U_LAST_NAME);
+    json_member(b, ",\"avatarUrl\":", r, row, col + MENTORING_U_AVATAR_URL);
     buf_putc(b, '}');
 }
 

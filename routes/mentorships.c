@@ -138,7 +138,7 @@ static void list_mentorships(http_req_t *req)
 
 static void on_created(http_req_t *req, db_result_t *r)
 {
-    /* mentorships_pair_uniq (23505) -> 409 CONFLICT through routes/dberr.c */
+    /* mentorships_pair_uniq (23505) -> 409 CONFLICT through routes/dbreq.c (dberr_find) */
     if (!db_ok_or_reply(req, r)) return;
     const char *org_ok = db_get(r, 0, MENTORSHIP_CREATE_ORG_OK),
                *coach_ok = db_get(r, 0, MENTORSHIP_CREATE_COACH_OK),

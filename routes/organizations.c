@@ -414,12 +414,6 @@ static bool key_matches_role(const char *key, role_t r)
     return key && vis && strncmp(key, vis, n) == 0 && key[n] == '\x1f';
 }
 
-static void json_member_str(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_printf(b, ",\"%s\":", key);
-    buf_json_str(b, db_get(r, row, col));
-}
-
 static void on_member_list(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
@@ -434,16 +428,15 @@ static void on_member_list(http_req_t *req, db_result_t *r)
         char joined[TIMEFMT_LEN + 1];
         timefmt_format(db_getll(r, i, MEMBER_LIST_JOINED_MS, 0), joined);
         const char *primary = db_get(r, i, MEMBER_LIST_IS_PRIMARY);
-        buf_puts(&b, items++ ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(&b, db_get(r, i, MEMBER_LIST_USER_ID));
-        json_member_str(&b, "email", r, i, MEMBER_LIST_EMAIL);
-        json_member_str(&b, "status", r, i, MEMBER_LIST_STATUS);
-        json_member_str(&b, "firstName", r, i, MEMBER_LIST_FIRST_NAME);
-        json_member_str(&b, "lastName", r, i, MEMBER_LIST_LAST_NAME);
-        json_member_str(&b, "avatarUrl", r, i, MEMBER_LIST_AVATAR_URL);
-        json_member_str(&b, "roleInOrganization", r, i, MEMBER_LIST_ROLE_IN_ORGANIZATION);
+        json_member(&b, items++ ? ",{\"id\":" : "{\"id\":", r, i, MEMBER_LIST_USER_ID);
+        json_member(&b, ",\"email\":", r, i, MEMBER_LIST_EMAIL);
+        json_member(&b, ",\"status\":", r, i, MEMBER_LIST_STATUS);
+        json_member(&b, ",\"firstName\":", r, i, MEMBER_LIST_FIRST_NAME);
+        json_member(&b, ",\"lastName\":", r, i, MEMBER_LIST_LAST_NAME);
+        json_member(&b, ",\"avatarUrl\":", r, i, MEMBER_LIST_AVATAR_URL);
+        json_member(&b, ",\"roleInOrganization\":", r, i, MEMBER_LIST_ROLE_IN_ORGANIZATION);
         buf_printf(&b, ",\"isPrimary\":%s", primary && primary[0] == 't' ? "true" : "false");
-        json_member_str(&b, "membershipStatus", r, i, MEMBER_LIST_MEMBERSHIP_STATUS);
+        json_member(&b, ",\"membershipStatus\":", r, i, MEMBER_LIST_MEMBERSHIP_STATUS);
         buf_printf(&b, ",\"joinedAt\":\"%s\"}", joined);
     }
     buf_printf(&b, "],\"meta\":{\"total_count\":%lld}}", db_getll(r, 0, MEMBER_LIST_TOTAL, 0));

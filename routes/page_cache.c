@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/mem.h"
-#include "routes/files.h"
+#include "routes/file_urls.h"
 
 const char *page_cache_key(http_req_t *req, int n, const char *const *fields)
 {
@@ -30,10 +31,7 @@ long long page_row_version(const db_result_t *r, int col)
 
 static page_entry_t *page_slot(page_cache_t *c, const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return &c->slots[h % PAGE_CACHE_SLOTS];
+    return &c->slots[fnv1a(key) % PAGE_CACHE_SLOTS];
 }
 
 static page_entry_t *page_get(page_cache_t *c, const char *key)
@@ -81,5 +79,5 @@ void page_cache_put(page_cache_t *c, const char *key, long long version, const c
     /* Stored compact, so a hit is sent without the reply's scan (core/json.h). */
     e->len = json_compact(e->body, body, len);
     c->bytes += e->len;
-    e->refs = files_has_refs(e->body, e->len);
+    e->refs = file_urls_needed(e->body, e->len, FILE_URLS_REFS);
 }

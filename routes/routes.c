@@ -2,6 +2,7 @@
 #include "routes/routes.h"
 
 #include "routes/context.h"
+#include "routes/file_urls.h"
 #include "rt/streams.h"
 #include "rt/sweeper.h"
 #include "rt/janitor.h"
@@ -16,6 +17,7 @@ static const char *log_user_of(http_req_t *req)
 void routes_init(uv_loop_t *loop)
 {
     http_set_log_user(log_user_of);
+    http_set_body_filter(file_urls_body_filter);
     context_init(loop);
     streams_init(loop);
     routes_auth_register();

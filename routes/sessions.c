@@ -96,12 +96,6 @@ static const char *iso_or_null(http_req_t *req, const char *s, int64_t *ms)
     return arena_strdup(&req->arena, out);
 }
 
-static void json_str_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_puts(b, key);
-    buf_json_str(b, db_get(r, row, col));
-}
-
 static void json_time_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
 {
     buf_puts(b, key);
@@ -122,19 +116,19 @@ static long long render_list(http_req_t *req, page_list_t *pl, const db_result_t
     int n = db_nrows(r), items = 0;
     for (int i = 0; i < n; i++) {
         if (db_isnull(r, i, SESSION_LIST_ORG_ID)) continue;
-        json_str_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, SESSION_LIST_ORG_ID);
-        json_str_member(b, ",\"mentorshipId\":", r, i, SESSION_LIST_ORG_MENTORSHIP_ID);
+        json_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, SESSION_LIST_ORG_ID);
+        json_member(b, ",\"mentorshipId\":", r, i, SESSION_LIST_ORG_MENTORSHIP_ID);
         json_time_member(b, ",\"scheduledAt\":", r, i, SESSION_LIST_ORG_SCHEDULED_MS);
         buf_puts(b, ",\"durationMinutes\":");
         buf_puts(b, db_isnull(r, i, SESSION_LIST_ORG_DURATION_MINUTES)
                         ? "null"
                         : db_get(r, i, SESSION_LIST_ORG_DURATION_MINUTES));
-        json_str_member(b, ",\"timezone\":", r, i, SESSION_LIST_ORG_TIMEZONE);
-        json_str_member(b, ",\"notes\":", r, i, SESSION_LIST_ORG_NOTES);
-        json_str_member(b, ",\"status\":", r, i, SESSION_LIST_ORG_STATUS);
-        json_str_member(b, ",\"videoChannel\":", r, i, SESSION_LIST_ORG_VIDEO_CHANNEL);
+        json_member(b, ",\"timezone\":", r, i, SESSION_LIST_ORG_TIMEZONE);
+        json_member(b, ",\"notes\":", r, i, SESSION_LIST_ORG_NOTES);
+        json_member(b, ",\"status\":", r, i, SESSION_LIST_ORG_STATUS);
+        json_member(b, ",\"videoChannel\":", r, i, SESSION_LIST_ORG_VIDEO_CHANNEL);
         json_time_member(b, ",\"cancelledAt\":", r, i, SESSION_LIST_ORG_CANCELLED_MS);
-        json_str_member(b, ",\"cancelledBy\":", r, i, SESSION_LIST_ORG_CANCELLED_BY);
+        json_member(b, ",\"cancelledBy\":", r, i, SESSION_LIST_ORG_CANCELLED_BY);
         json_time_member(b, ",\"completedAt\":", r, i, SESSION_LIST_ORG_COMPLETED_MS);
         json_time_member(b, ",\"createdAt\":", r, i, SESSION_LIST_ORG_CREATED_MS);
         json_time_member(b, ",\"updatedAt\":", r, i, SESSION_LIST_ORG_UPDATED_MS);
@@ -205,7 +199,7 @@ typedef struct create_state {
 } create_state_t;
 
 /* Step 2: the session is in, the notices queued, committed (23P01 -> 409 SESSION_CONFLICT
- * through routes/dberr.c). */
+ * through routes/dbreq.c (dberr_find)). */
 static void create_done(http_req_t *req, txreq_t *t, db_result_t *res)
 {
     create_state_t *st = req->data;

@@ -332,13 +332,8 @@ static void parse_timezone(http_req_t *req, json_t *body, verr_t *v, users_state
         st->set[F_TZ] = true;
         return;
     }
-    int before = v->n;
-    const char *s = field_str(req, body, "timezone", v, true, 1, VALIDATE_TZ_MAX, false);
-    if (!s || v->n != before) return;
-    if (!validate_is_timezone(s)) {
-        verr_add(v, "timezone", "must be an IANA time zone such as Europe/Madrid");
-        return;
-    }
+    const char *s = field_timezone(req, body, "timezone", v, true);
+    if (!s) return;
     st->set[F_TZ] = true;
     st->val[F_TZ] = s;
 }
@@ -484,12 +479,6 @@ static void list_on_rows(http_req_t *req, db_result_t *r)
  */
 static page_cache_t org_list_pages;
 
-static void json_str_member(buf_t *b, const char *key, const db_result_t *r, int row, int col)
-{
-    buf_printf(b, ",\"%s\":", key);
-    buf_json_str(b, db_get(r, row, col));
-}
-
 static long long render_org_list(http_req_t *req, page_list_t *pl, const db_result_t *r, buf_t *b)
 {
     (void)req;
@@ -498,16 +487,15 @@ static long long render_org_list(http_req_t *req, page_list_t *pl, const db_resu
     buf_puts(b, "{\"data\":[");
     for (int i = 0; i < n; i++) {
         if (db_isnull(r, i, USER_LIST_ORG_ID)) continue;
-        buf_puts(b, items++ ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(b, db_get(r, i, USER_LIST_ORG_ID));
-        json_str_member(b, "email", r, i, USER_LIST_ORG_EMAIL);
-        json_str_member(b, "status", r, i, USER_LIST_ORG_STATUS);
-        json_str_member(b, "globalRole", r, i, USER_LIST_ORG_GLOBAL_ROLE);
-        json_str_member(b, "firstName", r, i, USER_LIST_ORG_FIRST_NAME);
-        json_str_member(b, "lastName", r, i, USER_LIST_ORG_LAST_NAME);
-        json_str_member(b, "avatarUrl", r, i, USER_LIST_ORG_AVATAR_URL);
-        json_str_member(b, "role", r, i, USER_LIST_ORG_ROLE_IN_ORGANIZATION);
-        json_str_member(b, "membershipStatus", r, i, USER_LIST_ORG_MEMBERSHIP_STATUS);
+        json_member(b, items++ ? ",{\"id\":" : "{\"id\":", r, i, USER_LIST_ORG_ID);
+        json_member(b, ",\"email\":", r, i, USER_LIST_ORG_EMAIL);
+        json_member(b, ",\"status\":", r, i, USER_LIST_ORG_STATUS);
+        json_member(b, ",\"globalRole\":", r, i, USER_LIST_ORG_GLOBAL_ROLE);
+        json_member(b, ",\"firstName\":", r, i, USER_LIST_ORG_FIRST_NAME);
+        json_member(b, ",\"lastName\":", r, i, USER_LIST_ORG_LAST_NAME);
+        json_member(b, ",\"avatarUrl\":", r, i, USER_LIST_ORG_AVATAR_URL);
+        json_member(b, ",\"role\":", r, i, USER_LIST_ORG_ROLE_IN_ORGANIZATION);
+        json_member(b, ",\"membershipStatus\":", r, i, USER_LIST_ORG_MEMBERSHIP_STATUS);
         buf_putc(b, '}');
     }
     buf_printf(b, "],\"meta\":{\"total_count\":%lld}}",

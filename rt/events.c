@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/checked.h"
 #include "core/config.h"
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/mem.h"
 #include "rt/redis.h"
@@ -107,10 +108,7 @@ static void *grow(void *p, size_t *cap, size_t elem)
 
 static size_t key_slot(const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h & (pend.nslots - 1);
+    return fnv1a(key) & (pend.nslots - 1);
 }
 
 /* A larger index: twice the slots, every key placed again. */

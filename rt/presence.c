@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "core/hash.h"
 #include "core/http.h"
 #include "core/mem.h"
 #include "rt/redis.h"
@@ -29,14 +30,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint32_t hash_str(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 void presence_heartbeat(const char *user_id)
 {
     char now[24];
@@ -48,7 +41,7 @@ void presence_heartbeat(const char *user_id)
 void presence_touch(const char *user_id)
 {
     if (strlen(user_id) >= sizeof(cache[0].user_id)) return;
-    slot_t *s = &cache[hash_str(user_id) % CACHE_SLOTS];
+    slot_t *s = &cache[fnv1a(user_id) % CACHE_SLOTS];
     uint64_t now = now_ms();
     if (strcmp(s->user_id, user_id) == 0 && now - s->at_ms < THROTTLE_MS) return;
     strcpy(s->user_id, user_id);

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/random.h"
@@ -172,18 +173,10 @@ static void stream_close(stream_t *s);
 
 /* ---- channel table ---- */
 
-static uint32_t hash_str(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
 static channel_t *channel_find(const char *name, size_t n)
 {
     if (!table) return NULL;
-    for (channel_t *c = table[hash_str(name, n) & (table_size - 1)]; c; c = c->hnext)
+    for (channel_t *c = table[fnv1a_n(name, n) & (table_size - 1)]; c; c = c->hnext)
         if (strlen(c->name) == n && memcmp(c->name, name, n) == 0) return c;
     return NULL;
 }
@@ -196,7 +189,7 @@ static void table_grow(void)
         channel_t *c = table[i];
         while (c) {
             channel_t *next = c->hnext;
-            size_t b = hash_str(c->name, strlen(c->name)) & (size - 1);
+            size_t b = fnv1a_n(c->name, strlen(c->name)) & (size - 1);
             c->hnext = t[b];
             t[b] = c;
             c = next;
@@ -215,7 +208,7 @@ static channel_t *channel_get(const char *name)
     if (nchannels + 1 > table_size * 3 / 4) table_grow();
     c = xcalloc(1, sizeof(*c) + n + 1);
     memcpy(c->name, name, n + 1);
-    size_t b = hash_str(name, n) & (table_size - 1);
+    size_t b = fnv1a_n(name, n) & (table_size - 1);
     c->hnext = table[b];
     table[b] = c;
     nchannels++;
@@ -232,7 +225,7 @@ static void channel_release(channel_t *c)
     if (c->count > 0 || c->walking) return;
     fan_drop(c);
     pages_orphan(c);
-    size_t b = hash_str(c->name, strlen(c->name)) & (table_size - 1);
+    size_t b = fnv1a_n(c->name, strlen(c->name)) & (table_size - 1);
     for (channel_t **pp = &table[b]; *pp; pp = &(*pp)->hnext) {
         if (*pp == c) {
             *pp = c->hnext;

@@ -1,6 +1,7 @@
 """Chat attachments: files the caller uploaded (at most 5), shown with a 15-minute download url
 in the answer, the history and the event; other users' files 403, unknown ones 404. Sender
 avatars that are uploaded images are shown as fresh urls too."""
+import re
 import time
 import urllib.parse
 import uuid
@@ -98,3 +99,22 @@ def test_uploaded_avatar_shown_as_url(chat):
     check_url(sender["avatar"], png, "image/png")
     conv = chat.c("Teacher").get_json("/api/chat/conversations")["data"][0]
     check_url(conv["otherUser"]["avatar"], png, "image/png")
+
+
+def test_a_message_with_files_is_written_as_one_without(chat):
+    """Attachment urls are put into the text PostgreSQL wrote, in the place of its "_key": the
+    rest of a message with files is the same bytes as one without (PostgreSQL's lowercase
+    escapes, "\\u001b", not a re-encoding's "\\u001B"), in the answer and the history."""
+    coach = chat.c("Coach")
+    fid = upload(coach, b"esc", "e.txt")
+    shown = '"body":"esc \\u001b here"'
+    with_file = coach.post(chat.msgs(), json={"body": "esc \x1b here", "attachmentIds": [fid]})
+    without = coach.post(chat.msgs(), json={"body": "esc \x1b here"})
+    for r in (with_file, without):
+        assert r.status_code == 201 and shown in r.text, r.text
+    for _ in range(2):  # the history's first page, rendered, then from the page cache
+        assert chat.c("Teacher").get(chat.msgs()).text.count(shown) == 2
+    att = re.search(r'"attachments":\[[^]]*\]', with_file.text).group(0)
+    assert re.fullmatch(r'"attachments":\[\{"id":"[-0-9a-f]{36}","fileId":"%s","filename":'
+                        r'"e.txt","mimeType":"text/plain","sizeBytes":3,"url":"http[^"]+"\}\]'
+                        % fid, att), att

@@ -115,6 +115,23 @@ def test_patch_me_validation():
                         headers={"Content-Type": "application/json"})[0], 400)
 
 
+def test_timezone_one_rule_for_users_and_organizations():
+    """A user's timezone and an organization's defaultTimezone pass one validator: the same
+    trimming and the same message."""
+    c, _ = sign_up()
+    c.patch_json("/api/users/me", {"timezone": " Europe/Madrid "})
+    assert c.get_json("/api/users/me")["data"]["timezone"] == "Europe/Madrid"
+    user_err = assert_error(c.call("PATCH", "/api/users/me", {"timezone": "Mars/Olympus"})[0],
+                            400, "VALIDATION_ERROR")
+    org = new_org()
+    org_err = assert_error(org.admin.call("PATCH", "/api/organizations/%s" % org.id,
+                                          {"defaultTimezone": "Mars/Olympus"})[0],
+                           400, "VALIDATION_ERROR")
+    assert [d["message"] for d in user_err["details"]] == \
+        [d["message"] for d in org_err["details"]] == \
+        ["must be an IANA time zone such as Europe/Madrid"]
+
+
 # The fields PATCH /api/users/me takes (the rest of an answer is not a profile field).
 PATCH_ME_FIELDS = {"firstName", "lastName", "preferredLanguage", "phone", "birthDate",
                    "countryCode", "timezone"}

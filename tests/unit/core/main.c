@@ -12,5 +12,6 @@ int main(void)
     failed += run_netaddr_tests();
     failed += run_metrics_tests();
     failed += run_json_tests();
+    failed += run_hash_tests();
     return failed ? 1 : 0;
 }

@@ -14,3 +14,4 @@ int run_config_tests(void);
 int run_netaddr_tests(void);
 int run_metrics_tests(void);
 int run_json_tests(void);
+int run_hash_tests(void);
