@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -47,10 +48,7 @@ struct db_coalesce {
 
 static size_t slot_of(const db_coalesce_t *c, const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return h % (uint32_t)c->o.slots;
+    return fnv1a(key) % (uint32_t)c->o.slots;
 }
 
 static entry_t *entry_get(db_coalesce_t *c, const char *key)
