@@ -172,7 +172,7 @@ static void feed_get(http_req_t *req)
                             ? arena_strndup(&req->arena, seg, n - sl)
                             : NULL;
     if (!token || !token_is_wellformed(token)) {
-        http_reply_error(req, 404, "NOT_FOUND", "Calendar feed not found");
+        path_param_reply_invalid(req, 0, "must be a calendar feed token followed by .ics");
         return;
     }
     char *hash = arena_alloc(&req->arena, TOKEN_HASH_LEN + 1);

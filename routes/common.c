@@ -78,8 +78,10 @@ const char *path_param_name(http_req_t *req, int i)
     const char *p = req->route ? req->route->pattern : NULL;
     for (int n = 0; p && (p = strchr(p, ':')) != NULL; n++) {
         p++;
-        size_t len = strcspn(p, "/");
+        /* A parameter ends at the next segment or at a fixed suffix (":token.ics"). */
+        size_t len = strcspn(p, "/.");
         if (n == i) return arena_strndup(&req->arena, p, len);
+        len = strcspn(p, "/");
         p += len;
     }
     return "id";

@@ -170,8 +170,9 @@ def test_feed_rotation_revocation_and_etag(org):
     make_session(org, m["id"])
     r = fetch(new, 200, **{"If-None-Match": etag})
     assert r.headers["ETag"] != etag and len(events(parse(r.content))) == 1
-    # Malformed and unknown tokens, and the path without .ics: 404.
-    fetch(new[:-4], 404)
+    # Without .ics, or not a token: 400; a well-formed unknown token: 404.
+    fetch(new[:-4], 400)
+    fetch(BASE_URL + "/api/calendar/short.ics", 400)
     fetch(BASE_URL + "/api/calendar/" + "A" * 43 + ".ics", 404)
     # Revoked: 404; revoking again: 404.
     teacher.call("DELETE", "/api/users/me/calendar-feed", expect=204)
