@@ -102,9 +102,17 @@ static void person(growbuf_t *b, const char *prop, const char *params, const cha
     growbuf_free(&v);
 }
 
+/* BEGIN:<component>, a short line. */
+static void begin(growbuf_t *b, const char *component)
+{
+    growbuf_puts(b, "BEGIN:");
+    growbuf_puts(b, component);
+    growbuf_puts(b, "\r\n");
+}
+
 void ical_begin(growbuf_t *b, const ical_calendar_t *c)
 {
-    ical_line(b, "BEGIN", "VCALENDAR", false);
+    begin(b, "VCALENDAR");
     ical_line(b, "VERSION", "2.0", false);
     ical_line(b, "PRODID", "-//coachd//sessions//EN", false);
     ical_line(b, "CALSCALE", "GREGORIAN", false);
@@ -123,7 +131,7 @@ int ical_event(growbuf_t *b, const ical_event_t *e)
 {
     if (!e->uid || !*e->uid || e->end_ms <= e->start_ms) return DOMAIN_EINVAL;
     char t[17], seq[16];
-    ical_line(b, "BEGIN", "VEVENT", false);
+    begin(b, "VEVENT");
     ical_line(b, "UID", e->uid, false);
     snprintf(seq, sizeof(seq), "%d", e->sequence < 0 ? 0 : e->sequence);
     ical_line(b, "SEQUENCE", seq, false);
