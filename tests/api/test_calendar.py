@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from icalendar import Calendar, vDuration
 
-from helpers import BASE_URL, Client, psql
+from helpers import BASE_URL, Client, artifacts_dir, psql
 from ment_fixtures import future, make_mentorship, make_session
 from orgs import new_org
 
@@ -118,6 +118,12 @@ def test_invitations_and_feed_follow_a_session(org, mail):
     check_event(ev, s, org, start, 45)
     assert int(ev["SEQUENCE"]) == 0 and str(ev["STATUS"]) == "CONFIRMED"
 
+    # Examples to look at: the teacher's first invitation, and the feed (its token is in no body).
+    with open(os.path.join(artifacts_dir(), "calendar-invitation.ics"), "wb") as f:
+        f.write(invitation(mail.wait_for(teacher, subject="Session scheduled"))[1])
+    with open(os.path.join(artifacts_dir(), "calendar-feed.ics"), "wb") as f:
+        f.write(fetch(feed).content)
+
     # Moved: REQUEST again, same UID, SEQUENCE 1, the new times.
     moved = future(72)
     org.client("Coach").patch_json("/api/sessions/%s" % s["id"],
@@ -194,6 +200,10 @@ def test_feed_shows_only_the_owners_sessions(org):
     m = make_mentorship(org)
     mine = make_session(org, m["id"])["data"]
     theirs = make_session(other, make_mentorship(other)["id"])["data"]
+    # Another teacher's session in the same organization, with the same coach.
+    org.add_member("Teacher", key="Teacher2")
+    neighbour = make_session(org, make_mentorship(org, teacher="Teacher2")["id"],
+                             scheduledAt=future(30))["data"]
     # A session far outside the window is left out (the window is 30 days back, 365 ahead).
     far = make_session(org, m["id"], scheduledAt=future(24 * 400))["data"]
     feed = new_feed(org.client("Teacher"))
@@ -201,9 +211,11 @@ def test_feed_shows_only_the_owners_sessions(org):
     got = events(parse(fetch(feed).content))
     assert "%s@coachd" % mine["id"] in got
     assert "%s@coachd" % theirs["id"] not in got
+    assert "%s@coachd" % neighbour["id"] not in got
     assert "%s@coachd" % far["id"] not in got
     assert len(got) == 1
-    assert "%s@coachd" % mine["id"] in events(parse(fetch(coach_feed).content))
+    assert set(events(parse(fetch(coach_feed).content))) == {
+        "%s@coachd" % mine["id"], "%s@coachd" % neighbour["id"]}
     # A removed member's sessions leave their feed; a disabled account's feed is empty.
     org.admin.delete_json("/api/organizations/%s/users/%s" % (org.id, org.uid("Teacher")))
     assert events(parse(fetch(feed).content)) == {}
