@@ -457,6 +457,9 @@ int config_load(void)
     cfg.session_absolute_seconds = config_days("SESSION_ABSOLUTE_DAYS", 30, 1, 3650);
     snprintf(cfg.session_absolute_text, sizeof(cfg.session_absolute_text), "%.3f",
              cfg.session_absolute_seconds);
+    cfg.calendar_feed_days_before = config_int("CALENDAR_FEED_DAYS_BEFORE", 30, 0, 3650);
+    cfg.calendar_feed_days_after = config_int("CALENDAR_FEED_DAYS_AFTER", 365, 1, 3650);
+    cfg.calendar_feed_refresh_minutes = config_int("CALENDAR_FEED_REFRESH_MINUTES", 60, 5, 10080);
     return rc != 0 || config_errors ? -1 : 0;
 }
 

@@ -111,6 +111,27 @@ static const tpl_t scheduled_es = {
     "Puedes consultar los detalles en la aplicación.",
 };
 
+static const tpl_t changed_en = {
+    "Session changed: {title}",
+    "Hello,\n\n"
+    "A session of {title} has been moved.\n\n"
+    "Coach: {coach}\n"
+    "Teacher: {teacher}\n"
+    "Now starts: {start}\n"
+    "Duration: {duration} minutes\n\n"
+    "The attached invitation updates it in your calendar.",
+};
+static const tpl_t changed_es = {
+    "Sesión modificada: {title}",
+    "Hola:\n\n"
+    "Se ha cambiado una sesión de {title}.\n\n"
+    "Coach: {coach}\n"
+    "Docente: {teacher}\n"
+    "Nuevo inicio: {start}\n"
+    "Duración: {duration} minutos\n\n"
+    "La invitación adjunta la actualiza en tu calendario.",
+};
+
 static const tpl_t cancelled_en = {
     "Session cancelled: {title}",
     "Hello,\n\n"
@@ -418,6 +439,11 @@ static int render_session(const char *lang, const mail_session_t *s, const tpl_t
 int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mail_msg_t *out)
 {
     return render_session(lang, s, &scheduled_en, &scheduled_es, out);
+}
+
+int mail_render_session_changed(const char *lang, const mail_session_t *s, mail_msg_t *out)
+{
+    return render_session(lang, s, &changed_en, &changed_es, out);
 }
 
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out)

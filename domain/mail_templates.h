@@ -45,6 +45,8 @@ int mail_render_invite(const char *lang, const char *link, const char *org_name,
                        const char *inviter_name, mail_msg_t *out);
 /* Confirmation that a session was scheduled. 0 or DOMAIN_EINVAL (missing names or start). */
 int mail_render_session_scheduled(const char *lang, const mail_session_t *s, mail_msg_t *out);
+/* Notice that a session was moved (start, duration or time zone). 0 or DOMAIN_EINVAL. */
+int mail_render_session_changed(const char *lang, const mail_session_t *s, mail_msg_t *out);
 /* Notice that a session was cancelled. 0 or DOMAIN_EINVAL. */
 int mail_render_session_cancelled(const char *lang, const mail_session_t *s, mail_msg_t *out);
 

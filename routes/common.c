@@ -1,8 +1,10 @@
 /* Shared route helpers (see common.h). */
 #include "routes/common.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -76,8 +78,10 @@ const char *path_param_name(http_req_t *req, int i)
     const char *p = req->route ? req->route->pattern : NULL;
     for (int n = 0; p && (p = strchr(p, ':')) != NULL; n++) {
         p++;
-        size_t len = strcspn(p, "/");
+        /* A parameter ends at the next segment or at a fixed suffix (":token.ics"). */
+        size_t len = strcspn(p, "/.");
         if (n == i) return arena_strndup(&req->arena, p, len);
+        len = strcspn(p, "/");
         p += len;
     }
     return "id";
@@ -411,6 +415,7 @@ static const char *auth_limit_what(const char *kind)
         {"forget-password", "password-reset requests"},
         {"invite-accept", "invite acceptances"},
         {"first-run", "first-run attempts"},
+        {"calendar-feed", "calendar feed requests with an unknown token"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(kind, names[i][0]) == 0) return names[i][1];
@@ -470,4 +475,43 @@ const char *lower_ascii(http_req_t *req, const char *s)
     for (char *p = o; *p; p++)
         if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
     return o;
+}
+
+/* True when the header value lists `token` (an entity tag or an encoding) with a q above 0:
+ * "gzip, deflate, br", "gzip;q=0.5", and for If-None-Match (etags) "\"a\", \"b\"" or "*".
+ * If-None-Match compares weakly (RFC 9110 13.1.2): W/"a" is the tag "a" (a proxy that weakens
+ * the tag sends it back so). */
+bool header_lists(const char *value, const char *token, bool etags)
+{
+    size_t tlen = strlen(token);
+    const char *p = value;
+    while (p && *p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *end = p;
+        while (*end && *end != ',' && *end != ';' && *end != ' ' && *end != '\t')
+            end++;
+        size_t n = (size_t)(end - p);
+        bool match = etags && n == 1 && *p == '*';
+        const char *tag = p;
+        if (etags && n > 2 && tag[0] == 'W' && tag[1] == '/') tag += 2, n -= 2;
+        /* Entity tags compare byte for byte; encodings ignore case. */
+        match = match || (n == tlen &&
+                          (etags ? strncmp(tag, token, n) == 0 : strncasecmp(tag, token, n) == 0));
+        const char *next = strchr(end, ',');
+        if (match) {
+            /* A parameter "q=0" (or 0.0...) refuses it. */
+            const char *q = end;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (*q != ';') return true;
+            q++;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (tolower((unsigned char)q[0]) != 'q' || q[1] != '=') return true;
+            return strtod(q + 2, NULL) > 0;
+        }
+        p = next;
+    }
+    return false;
 }

@@ -140,3 +140,8 @@ void rate_limit_reply(http_req_t *req, const char *what, const char *whom, int p
 const char *display_name(http_req_t *req, const char *first, const char *last);
 /* ASCII lower-case copy (emails are compared lower-cased). */
 const char *lower_ascii(http_req_t *req, const char *s);
+
+/* True when the header value lists `token` (an entity tag or an encoding) with a q above 0:
+ * "gzip, deflate, br", "gzip;q=0.5", and for If-None-Match (etags) "\"a\", \"b\"" or "*",
+ * compared weakly (W/"a" is "a"). Used by the API reference's bundle and the calendar feed. */
+bool header_lists(const char *value, const char *token, bool etags);

@@ -27,6 +27,7 @@
 
 #include "core/router.h"
 #include "domain/roles.h"
+#include "routes/common.h"
 #include "routes/routes.h"
 
 extern const char docs_bundle[], docs_bundle_gz[], docs_bundle_hash[];
@@ -77,45 +78,6 @@ static void get_docs(http_req_t *req)
     }
     common_headers(req, page_csp);
     http_reply(req, 200, "text/html; charset=utf-8", page, page_len);
-}
-
-/* True when the header value lists `token` (an entity tag or an encoding) with a q above 0:
- * "gzip, deflate, br", "gzip;q=0.5", and for If-None-Match (etags) "\"a\", \"b\"" or "*".
- * If-None-Match compares weakly (RFC 9110 13.1.2): W/"a" is the tag "a" (a proxy that weakens
- * the tag sends it back so). */
-static bool header_lists(const char *value, const char *token, bool etags)
-{
-    size_t tlen = strlen(token);
-    const char *p = value;
-    while (p && *p) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *end = p;
-        while (*end && *end != ',' && *end != ';' && *end != ' ' && *end != '\t')
-            end++;
-        size_t n = (size_t)(end - p);
-        bool match = etags && n == 1 && *p == '*';
-        const char *tag = p;
-        if (etags && n > 2 && tag[0] == 'W' && tag[1] == '/') tag += 2, n -= 2;
-        /* Entity tags compare byte for byte; encodings ignore case. */
-        match = match || (n == tlen &&
-                          (etags ? strncmp(tag, token, n) == 0 : strncasecmp(tag, token, n) == 0));
-        const char *next = strchr(end, ',');
-        if (match) {
-            /* A parameter "q=0" (or 0.0...) refuses it. */
-            const char *q = end;
-            while (*q == ' ' || *q == '\t')
-                q++;
-            if (*q != ';') return true;
-            q++;
-            while (*q == ' ' || *q == '\t')
-                q++;
-            if (tolower((unsigned char)q[0]) != 'q' || q[1] != '=') return true;
-            return strtod(q + 2, NULL) > 0;
-        }
-        p = next;
-    }
-    return false;
 }
 
 static void get_bundle(http_req_t *req)

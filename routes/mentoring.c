@@ -6,12 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "db/queries.h"
 #include "db/q_mentorships.h"
 #include "db/q_sessions.h"
+#include "domain/growbuf.h"
+#include "domain/ical.h"
 #include "domain/mail_templates.h"
 #include "domain/timefmt.h"
 #include "domain/validate.h"
@@ -90,8 +94,58 @@ static const char *jstr(json_t *o, const char *key)
     return json_is_string(j) ? json_string_value(j) : NULL;
 }
 
+const char *mentoring_session_link(http_req_t *req, const char *session_id)
+{
+    return arena_printf(&req->arena, "%s/sessions/%s", cfg.frontend_url, session_id);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The invitation of one notice element, for its recipient's language (arena), or NULL. */
+static const char *notice_ics(http_req_t *req, mentoring_notice_t kind, json_t *r,
+                              const char *const *notes)
+{
+    json_t *seq = json_object_get(r, "sequence");
+    const char *session_id = jstr(r, "sessionId");
+    json_t *start = json_object_get(r, "startMs");
+    if (!session_id || !json_is_integer(start)) return NULL;
+    ical_session_t s = {
+        .lang = jstr(r, "lang"),
+        .session_id = session_id,
+        .title = jstr(r, "title"),
+        .notes = notes ? *notes : jstr(r, "notes"),
+        .start_text = jstr(r, "start"),
+        .timezone = jstr(r, "timezone"),
+        .coach_name = jstr(r, "coachName"),
+        .coach_email = jstr(r, "coachEmail"),
+        .teacher_name = jstr(r, "teacherName"),
+        .teacher_email = jstr(r, "teacherEmail"),
+        .link = mentoring_session_link(req, session_id),
+        .sequence = (json_is_integer(seq) ? (int)json_integer_value(seq) : 0) +
+                    (kind == MENTORING_NOTICE_SCHEDULED ? 0 : 1),
+        .duration_minutes = (int)json_integer_value(json_object_get(r, "duration")),
+        .start_ms = (int64_t)json_integer_value(start),
+        .stamp_ms = wall_ms(),
+        .cancelled = kind == MENTORING_NOTICE_CANCELLED,
+    };
+    ical_calendar_t cal = {.method = kind == MENTORING_NOTICE_CANCELLED ? "CANCEL" : "REQUEST",
+                           .timezone = s.timezone};
+    growbuf_t b = GROWBUF_INIT;
+    ical_begin(&b, &cal);
+    int rc = ical_session_event(&b, &s);
+    ical_end(&b);
+    const char *out = rc == 0 ? arena_strndup(&req->arena, b.data, b.len) : NULL;
+    growbuf_free(&b);
+    return out;
+}
+
 const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
-                                     const char *recipients)
+                                     const char *recipients, const char *const *notes)
 {
     if (!recipients) return NULL;
     json_error_t jerr;
@@ -117,21 +171,26 @@ const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
         const char *lang = jstr(r, "lang");
         mail_msg_t m = {0};
         int rc = kind == MENTORING_NOTICE_SCHEDULED ? mail_render_session_scheduled(lang, &s, &m)
+                 : kind == MENTORING_NOTICE_CHANGED ? mail_render_session_changed(lang, &s, &m)
                                                     : mail_render_session_cancelled(lang, &s, &m);
         if (rc != 0 || !email) {
             log_error("req %s: session notice could not be rendered", req->id);
             mail_msg_free(&m);
             continue;
         }
-        json_t *data = json_pack("{s:s, s:O?, s:O?}", "type",
-                                 kind == MENTORING_NOTICE_SCHEDULED ? "session-scheduled"
-                                                                    : "session-cancelled",
-                                 "sessionId", json_object_get(r, "sessionId"), "mentorshipId",
+        const char *type = kind == MENTORING_NOTICE_SCHEDULED ? "session-scheduled"
+                           : kind == MENTORING_NOTICE_CHANGED ? "session-changed"
+                                                              : "session-cancelled";
+        json_t *data = json_pack("{s:s, s:O?, s:O?}", "type", type, "sessionId",
+                                 json_object_get(r, "sessionId"), "mentorshipId",
                                  json_object_get(r, "mentorshipId"));
-        json_t *n = json_pack("{s:O?, s:{s:s, s:s, s:s, s:s}, s:{s:s, s:s, s:o}}", "userId",
-                              json_object_get(r, "userId"), "mail", "to", email, "subject",
-                              m.subject, "text", m.text, "html", m.html, "push", "title", m.subject,
-                              "body", s.start, "data", data);
+        const char *ics = notice_ics(req, kind, r, notes);
+        json_t *n =
+            json_pack("{s:O?, s:{s:s, s:s, s:s, s:s, s:s?, s:s?}, s:{s:s, s:s, s:o}}", "userId",
+                      json_object_get(r, "userId"), "mail", "to", email, "subject", m.subject,
+                      "text", m.text, "html", m.html, "ics", ics, "icsMethod",
+                      ics ? (kind == MENTORING_NOTICE_CANCELLED ? "CANCEL" : "REQUEST") : NULL,
+                      "push", "title", m.subject, "body", s.start, "data", data);
         if (n) json_array_append_new(out, n);
         mail_msg_free(&m);
     }

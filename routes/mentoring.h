@@ -80,16 +80,25 @@ void mentoring_json_time(buf_t *b, const db_result_t *r, int row, int col);
 typedef enum mentoring_notice {
     MENTORING_NOTICE_SCHEDULED,
     MENTORING_NOTICE_CANCELLED,
+    MENTORING_NOTICE_CHANGED, /* moved: start, duration or time zone */
 } mentoring_notice_t;
 
 /* Renders the notices of sessions for their participants. `recipients` is the JSON array that
  * the SQL function session_notice_json() produces (one element per participant and session:
  * sessionId, mentorshipId, userId, email, lang, start, coachName, teacherName, title,
- * duration), or NULL / "[]" for none. Returns (arena) a JSON array of
- * {userId, mail: {to, subject, text, html}, push: {title, body, data}} for
- * SQL_MENTORING_QUEUE_NOTICES, or NULL when there is nothing to send. */
+ * duration, startMs, timezone, coachEmail, teacherEmail, role, sequence, notes), or NULL /
+ * "[]" for none. Returns (arena) a JSON array of
+ * {userId, mail: {to, subject, text, html, ics, icsMethod}, push: {title, body, data}} for
+ * SQL_MENTORING_QUEUE_NOTICES, or NULL when there is nothing to send. Each mail carries the
+ * session's iCalendar invitation: REQUEST at SEQUENCE 0 when scheduled, REQUEST when changed
+ * and CANCEL when cancelled, each at the stored sequence plus one (the write bumps it).
+ * `notes`, when not NULL, points at the notes the session has after the write (the stored
+ * ones otherwise). */
 const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
-                                     const char *recipients);
+                                     const char *recipients, const char *const *notes);
+
+/* The app's page of a session (FRONTEND_URL/sessions/<id>): the link of invitations and feeds. */
+const char *mentoring_session_link(http_req_t *req, const char *session_id);
 
 /* SQL_MENTORING_QUEUE_NOTICES (db/queries/mentoring.sql) queues what this returns; run it in
  * the transaction of the change (mentoring_write_then) and call outbox_kick() after commit. */

@@ -252,8 +252,9 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *res)
     }
     const db_result_t *open = &res[1];
     if (ending && db_getll(open, 0, MENTORSHIP_OPEN_SESSIONS_COUNT, 0) > 0)
-        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
-                                               db_get(open, 0, MENTORSHIP_OPEN_SESSIONS_NOTICES));
+        st->notices =
+            mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
+                                     db_get(open, 0, MENTORSHIP_OPEN_SESSIONS_NOTICES), NULL);
     const char *update[] = {st->id,
                             st->has_status ? st->status : NULL,
                             st->has_title ? "true" : "false",

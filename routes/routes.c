@@ -32,6 +32,7 @@ void routes_init(uv_loop_t *loop)
     routes_users_register();
     routes_me_register();
     routes_push_tokens_register();
+    routes_calendar_register();
     routes_events_register();
     routes_mentorships_register();
     routes_sessions_register();

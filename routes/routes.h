@@ -27,6 +27,7 @@ void routes_invites_register(void);
 void routes_users_register(void);
 void routes_me_register(void);
 void routes_push_tokens_register(void);
+void routes_calendar_register(void);
 void routes_events_register(void);
 void routes_mentorships_register(void);
 void routes_sessions_register(void);

@@ -225,7 +225,7 @@ static void create_decide(http_req_t *req, txreq_t *t, db_result_t *res)
         return;
     }
     st->notices = mentoring_notices_render(req, MENTORING_NOTICE_SCHEDULED,
-                                           db_get(res, 0, SESSION_CREATE_LOCK_NOTICES));
+                                           db_get(res, 0, SESSION_CREATE_LOCK_NOTICES), &st->notes);
     const char *insert[] = {st->id,       st->mentorship_id, st->scheduled_at,
                             st->duration, st->timezone,      st->notes};
     mentoring_write_then(t, SQL_SESSION_INSERT, 6, insert, st->notices, create_done);
@@ -380,9 +380,16 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *locks)
     /* The same status again is a no-op: it keeps cancelledAt / completedAt as they were. */
     if (to == from) st->status = NULL;
     st->changed = reschedule || st->has_notes || st->status;
-    if (st->status && to == SESSION_STATUS_CANCELLED)
+    /* A cancellation sends its notices (iCalendar CANCEL); a move, its own (REQUEST). Either
+     * takes the session to its next iCalendar SEQUENCE. */
+    const char *const *notes = st->has_notes ? &st->notes : NULL;
+    bool cancelling = st->status && to == SESSION_STATUS_CANCELLED;
+    if (cancelling)
         st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
-                                               db_get(res, 0, SESSION_LOCK_NOTICES));
+                                               db_get(res, 0, SESSION_LOCK_NOTICES), notes);
+    else if (reschedule)
+        st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CHANGED,
+                                               db_get(res, 0, SESSION_LOCK_CHANGED_NOTICES), notes);
     const char *show = mentoring_show_notes(c);
     if (!st->changed) {
         const char *get[] = {st->id, show};
@@ -390,19 +397,26 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *locks)
         txreq_write(t, &read, 1, upd_done);
         return;
     }
-    const char *update[] = {
-        st->id,    st->scheduled_at, st->duration, st->timezone, st->has_notes ? "true" : "false",
-        st->notes, st->status,       c->user_id,   show};
-    mentoring_write_then(t, SQL_SESSION_UPDATE, 9, update, st->notices, upd_done);
+    const char *update[] = {st->id,
+                            st->scheduled_at,
+                            st->duration,
+                            st->timezone,
+                            st->has_notes ? "true" : "false",
+                            st->notes,
+                            st->status,
+                            c->user_id,
+                            show,
+                            cancelling || reschedule ? "true" : "false"};
+    mentoring_write_then(t, SQL_SESSION_UPDATE, 10, update, st->notices, upd_done);
 }
 
 static void upd_start(http_req_t *req, upd_state_t *st)
 {
     req->data = st;
-    const char *params[] = {st->id};
+    const char *params[] = {st->id, st->scheduled_at, st->duration, st->timezone};
     /* The mentorship first: the session writes of one mentorship take turns (db/queries). */
     txreq_stmt_t locks[] = {{SQL_SESSION_MENTORSHIP_LOCK, 1, params},
-                            {SQL_SESSION_LOCK, 1, params}};
+                            {SQL_SESSION_LOCK, 4, params}};
     txreq_read(&st->tx, req, locks, 2, upd_decide);
 }
 

@@ -85,6 +85,21 @@ static void b64_encode(buf_t *out, const unsigned char *p, size_t n)
     buf_puts(out, q);
 }
 
+/* A body part as base64 in lines of 76 characters: the calendar part keeps its exact octets
+ * (CRLF line ends, folded UTF-8) on every transport. */
+static void put_base64(buf_t *b, const char *text)
+{
+    size_t n = strlen(text);
+    char q[80];
+    buf_puts(b, "Content-Transfer-Encoding: base64\r\n\r\n");
+    for (size_t i = 0; i < n; i += 57) {
+        size_t k = n - i < 57 ? n - i : 57;
+        if (crypto_base64_encode(text + i, k, q, sizeof(q)) != 0) abort(); /* 57 -> 76 */
+        buf_puts(b, q);
+        buf_puts(b, "\r\n");
+    }
+}
+
 /* True when s holds anything but printable ASCII and spaces, or is too long for one line. */
 static bool needs_encoding(const char *s)
 {
@@ -280,6 +295,13 @@ char *mail_build(const mail_envelope_t *msg, const char *from, bool eight_bit, l
     put_subject(&b, msg->subject);
     buf_printf(&b, "\r\nMessage-ID: <%s@%s>\r\nMIME-Version: 1.0\r\n", id,
                at && at[1] ? at + 1 : "localhost");
+    char mixed[25];
+    if (msg->ics) {
+        random_hex(mixed, 12);
+        buf_printf(&b, "Content-Type: multipart/mixed; boundary=\"=_%s\"\r\n\r\n", mixed);
+        buf_puts(&b, "This is a multi-part message in MIME format.\r\n");
+        buf_printf(&b, "\r\n--=_%s\r\n", mixed);
+    }
     if (!msg->html) {
         buf_puts(&b, "Content-Type: text/plain; charset=UTF-8\r\n");
         put_body(&b, msg->text, eight_bit);
@@ -292,6 +314,17 @@ char *mail_build(const mail_envelope_t *msg, const char *from, bool eight_bit, l
         buf_printf(&b, "\r\n--=_%s\r\nContent-Type: text/html; charset=UTF-8\r\n", boundary);
         put_body(&b, msg->html, eight_bit);
         buf_printf(&b, "\r\n--=_%s--\r\n", boundary);
+    }
+    if (msg->ics) {
+        const char *method =
+            msg->ics_method && strcmp(msg->ics_method, "CANCEL") == 0 ? "CANCEL" : "REQUEST";
+        buf_printf(&b,
+                   "\r\n--=_%s\r\nContent-Type: text/calendar; method=%s; charset=UTF-8; "
+                   "name=\"invite.ics\"\r\nContent-Disposition: attachment; "
+                   "filename=\"invite.ics\"\r\n",
+                   mixed, method);
+        put_base64(&b, msg->ics);
+        buf_printf(&b, "\r\n--=_%s--\r\n", mixed);
     }
     free(addr);
     return buf_steal(&b);

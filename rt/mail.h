@@ -25,6 +25,11 @@ typedef struct mail_envelope {
      * server's acceptance and the row's "sent" mark carries the same Message-ID, and receivers
      * can tell it is the same message. */
     const char *message_id;
+    /* An iCalendar invitation (RFC 5546) sent with the message, or NULL: the text and html go
+     * into multipart/alternative inside multipart/mixed, next to a base64 part
+     * "text/calendar; method=<ics_method>; charset=UTF-8" named invite.ics. */
+    const char *ics;
+    const char *ics_method; /* REQUEST or CANCEL (anything else: REQUEST) */
 } mail_envelope_t;
 
 /* error is NULL on success, else a message for logs (valid during the callback only). */

@@ -246,6 +246,8 @@ static void job_start(ob_job_t *j)
         m.subject = str_field(j->payload, "subject");
         m.text = str_field(j->payload, "text");
         m.html = str_field(j->payload, "html");
+        m.ics = str_field(j->payload, "ics");
+        m.ics_method = str_field(j->payload, "icsMethod");
         if (!m.to || !m.subject || !m.text) {
             job_finish(j, "mail payload needs to, subject and text", true);
             return;

@@ -243,7 +243,7 @@ TAG_GROUPS = [
     ("Accounts", ["auth", "user_sessions", "two_factor", "account", "recovery", "me", "users",
                   "push_tokens"]),
     ("Organizations", ["organizations", "invites"]),
-    ("Mentoring", ["mentorships", "sessions", "chat", "events"]),
+    ("Mentoring", ["mentorships", "sessions", "calendar", "chat", "events"]),
     ("Files", ["files", "files_upload", "files_local"]),
     ("Operations", ["health", "setup", "metrics", "openapi", "docs"]),
 ]

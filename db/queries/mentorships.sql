@@ -149,7 +149,8 @@ WITH m AS (
     RETURNING *),
 s AS (
     UPDATE mentorship_sessions SET status = 'cancelled', cancelled_at = now(),
-                                   cancelled_by = $9, updated_at = now()
+                                   cancelled_by = $9, updated_at = now(),
+                                   sequence = sequence + 1
     WHERE mentorship_id = $1 AND status IN ('scheduled', 'confirmed') AND $11::boolean
     RETURNING 1)
 SELECT (SELECT count(*) FROM s) AS sessions_cancelled,

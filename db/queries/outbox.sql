@@ -19,7 +19,7 @@ RETURNING id, kind, payload, attempts;
 -- Row $1 was sent.
 UPDATE outbox
 SET sent_at = now(), last_error = NULL,
-    payload = CASE WHEN kind = 'mail' THEN payload - 'text' - 'html' ELSE payload END
+    payload = CASE WHEN kind = 'mail' THEN payload - 'text' - 'html' - 'ics' ELSE payload END
 WHERE id = $1;
 
 -- name: outbox_retry
@@ -27,7 +27,7 @@ WHERE id = $1;
 -- the row up (the claim never takes it again), so its mail body goes.
 UPDATE outbox
 SET next_attempt_at = now() + $3::int * interval '1 second', last_error = $2,
-    payload = CASE WHEN kind = 'mail' AND attempts >= 10 THEN payload - 'text' - 'html'
+    payload = CASE WHEN kind = 'mail' AND attempts >= 10 THEN payload - 'text' - 'html' - 'ics'
                    ELSE payload END
 WHERE id = $1;
 
@@ -43,7 +43,7 @@ WHERE id = $1;
 -- Row $1 cannot be sent at all (error $2): given up at once.
 UPDATE outbox
 SET attempts = GREATEST(attempts, 10), last_error = $2,
-    payload = CASE WHEN kind = 'mail' THEN payload - 'text' - 'html' ELSE payload END
+    payload = CASE WHEN kind = 'mail' THEN payload - 'text' - 'html' - 'ics' ELSE payload END
 WHERE id = $1;
 
 -- name: outbox_forget_token

@@ -139,12 +139,17 @@ WHERE m.id = (SELECT s.mentorship_id FROM mentorship_sessions s WHERE s.id = $1)
 FOR NO KEY UPDATE OF m;
 
 -- name: session_lock
--- columns: organization_id, coach_id, teacher_id, status, mentorship_id, notices
--- Locks the session $1 for an update, with the notices a cancellation would send. Runs after
+-- columns: organization_id, coach_id, teacher_id, status, mentorship_id, notices,
+-- columns: changed_notices
+-- Locks the session $1 for an update, with the notices a cancellation would send, and those a
+-- reschedule to $2 start, $3 duration, $4 time zone (NULL keeps a value) would send. Runs after
 -- session_mentorship_lock in the same transaction.
 SELECT m.organization_id, m.coach_id, m.teacher_id, s.status, s.mentorship_id,
        session_notice_json(s.id, m, c, t, s.scheduled_at, s.duration_minutes,
-                           s.timezone) AS notices
+                           s.timezone) AS notices,
+       session_notice_json(s.id, m, c, t, COALESCE($2::timestamptz, s.scheduled_at),
+                           COALESCE($3::int, s.duration_minutes),
+                           COALESCE($4, s.timezone)) AS changed_notices
 FROM mentorship_sessions s
 JOIN mentorships m ON m.id = s.mentorship_id
 JOIN users c ON c.id = m.coach_id
@@ -155,7 +160,8 @@ FOR UPDATE OF s;
 -- name: session_update
 -- columns: json
 -- $1 id, $2 start, $3 duration, $4 time zone, $5/$6 notes (flag, value), $7 status,
--- $8 caller, $9 show the mentorship's notes. NULL keeps a value.
+-- $8 caller, $9 show the mentorship's notes, $10 a new iCalendar SEQUENCE is due (reschedule or
+-- cancellation). NULL keeps a value.
 WITH s AS (
     UPDATE mentorship_sessions SET
         scheduled_at = COALESCE($2::timestamptz, scheduled_at),
@@ -166,6 +172,7 @@ WITH s AS (
         cancelled_at = CASE WHEN $7 = 'cancelled' THEN now() ELSE cancelled_at END,
         cancelled_by = CASE WHEN $7 = 'cancelled' THEN $8 ELSE cancelled_by END,
         completed_at = CASE WHEN $7 = 'completed' THEN now() ELSE completed_at END,
+        sequence = sequence + CASE WHEN $10::boolean THEN 1 ELSE 0 END,
         updated_at = now()
     WHERE id = $1
     RETURNING *)

@@ -10,7 +10,7 @@ COACHD_PACKAGES=(
     python3 python3-pytest python3-pytest-timeout python3-requests
     curl wrk clang-format iproute2
     clang libclang-rt-14-dev
-    prometheus python3-jsonschema
+    prometheus python3-jsonschema python3-icalendar
     nginx openssl systemd
     chromium # headless, for the API reference page test (tests/api/test_reference_page.py)
 )

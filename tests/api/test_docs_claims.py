@@ -113,6 +113,7 @@ GATE_TABLE = [
     ("GET", "/api/docs", PUBLIC),
     ("GET", "/api/docs/{bundle}", PUBLIC),
     ("GET", "/metrics", PUBLIC),
+    ("GET", "/api/calendar/{token}.ics", PUBLIC),
     # session routes exempt from the gate
     ("GET", "/api/auth/session", 200),
     ("GET", "/api/auth/get-session", 200),
@@ -125,6 +126,8 @@ GATE_TABLE = [
     ("GET", "/api/me/current-organization", 200),
     ("POST", "/api/users/me/push-tokens", 201),
     ("DELETE", "/api/users/me/push-tokens/{token}", 404),
+    ("POST", "/api/users/me/calendar-feed", 201),
+    ("DELETE", "/api/users/me/calendar-feed", 204),
     ("GET", "/api/events/users/me/events", 200),
     ("GET", "/api/events/mentorships/{mentorshipId}/events", 404),
     ("GET", "/api/auth/list-sessions", 200),

@@ -76,6 +76,7 @@ ROUTES = {
         (["uuid", "cuid"], {"roleInOrganization": "Nope"}),
     ("DELETE", "/api/organizations/:id/users/:userId"): (["uuid", "cuid"], None),
     ("DELETE", "/api/users/me/push-tokens/:token"): (["push_token"], None),
+    ("GET", "/api/calendar/:token.ics"): (["invite_token"], None),
     ("GET", "/api/sessions/:id"): (["uuid"], None),
     ("PATCH", "/api/sessions/:id"): (["uuid"], {"status": "nope"}),
     ("DELETE", "/api/sessions/:id"): (["uuid"], None),

@@ -95,7 +95,7 @@ static const char *HTML = "<p>Hola <b>Ana</b>, tu sesión está confirmada.</p>"
 
 static void test_build(void **state)
 {
-    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL};
+    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL, NULL, NULL};
     char *s = mail_build(&m, "Coachd <no-reply@coachd.test>", false, 1700000000LL);
     const char *p;
     size_t linelen = 0;
@@ -123,7 +123,7 @@ static void test_build(void **state)
     free(s);
 
     /* plain ASCII: 7bit, plain subject, single part */
-    mail_envelope_t a = {"bob@example.com", "Welcome", "Hi Bob\nline 2", NULL, NULL};
+    mail_envelope_t a = {"bob@example.com", "Welcome", "Hi Bob\nline 2", NULL, NULL, NULL, NULL};
     s = mail_build(&a, "no-reply@coachd.test", false, 0);
     assert_non_null(strstr(s, "Subject: Welcome\r\n"));
     assert_non_null(strstr(s, "Content-Type: text/plain; charset=UTF-8\r\n"
@@ -132,18 +132,19 @@ static void test_build(void **state)
     free(s);
 
     /* header injection through the subject is impossible */
-    mail_envelope_t inj = {"bob@example.com", "Hi\r\nBcc: evil@example.com", "x", NULL, NULL};
+    mail_envelope_t inj = {
+        "bob@example.com", "Hi\r\nBcc: evil@example.com", "x", NULL, NULL, NULL, NULL};
     s = mail_build(&inj, "no-reply@coachd.test", false, 0);
     assert_null(strstr(s, "\r\nBcc:"));
     free(s);
 
     /* a given Message-ID (the outbox's, stable across retries) is used as is; one with other
      * characters than [0-9a-z.-] is replaced by a random one */
-    mail_envelope_t fixed = {"bob@example.com", "Hi", "x", NULL, "0123abcd.ef-9"};
+    mail_envelope_t fixed = {"bob@example.com", "Hi", "x", NULL, "0123abcd.ef-9", NULL, NULL};
     s = mail_build(&fixed, "no-reply@coachd.test", false, 0);
     assert_non_null(strstr(s, "\r\nMessage-ID: <0123abcd.ef-9@coachd.test>\r\n"));
     free(s);
-    mail_envelope_t badid = {"bob@example.com", "Hi", "x", NULL, "a>\r\nBcc: e@x"};
+    mail_envelope_t badid = {"bob@example.com", "Hi", "x", NULL, "a>\r\nBcc: e@x", NULL, NULL};
     s = mail_build(&badid, "no-reply@coachd.test", false, 0);
     assert_null(strstr(s, "\r\nBcc:"));
     assert_null(strstr(s, "<a>"));
@@ -156,7 +157,7 @@ static void test_smtp(void **state)
     char *dir = make_tmpdir(), *out = path_join(dir, "sink"), url[128];
     int port;
     pid_t pid = sink_start("smtp_sink.py", out, &port);
-    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL};
+    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL, NULL, NULL};
     sent_box_t b;
     json_t *rec, *rcpt;
     char *want_text;
@@ -172,7 +173,7 @@ static void test_smtp(void **state)
     assert_true(b.ok);
 
     /* plain message, then a second one over the same multi handle */
-    mail_envelope_t plain = {"bob@example.com", "Welcome", "Hi Bob", NULL, NULL};
+    mail_envelope_t plain = {"bob@example.com", "Welcome", "Hi Bob", NULL, NULL, NULL, NULL};
     send_and_wait(&plain, &b);
     assert_true(b.ok);
 
@@ -229,8 +230,9 @@ static void test_smtp(void **state)
 static void test_smtp_down(void **state)
 {
     char url[64];
-    mail_envelope_t m = {"ana@example.com", "Hi", "text", NULL, NULL};
-    mail_envelope_t bad = {"ana@example.com\r\nRCPT TO:<x@y>", "Hi", "text", NULL, NULL};
+    mail_envelope_t m = {"ana@example.com", "Hi", "text", NULL, NULL, NULL, NULL};
+    mail_envelope_t bad = {
+        "ana@example.com\r\nRCPT TO:<x@y>", "Hi", "text", NULL, NULL, NULL, NULL};
     sent_box_t b;
 
     (void)state;
@@ -253,7 +255,7 @@ static void test_smtp_down(void **state)
 static void test_eml(void **state)
 {
     char *dir = make_tmpdir(), *mdir = path_join(dir, "a/b/mail");
-    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL};
+    mail_envelope_t m = {"ana@example.com", SUBJECT, TEXT, HTML, NULL, NULL, NULL};
     sent_box_t b;
     DIR *d;
     struct dirent *e;

@@ -1,0 +1,220 @@
+/* iCalendar writer (see ical.h). */
+#include "domain/ical.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "domain/err.h"
+
+void ical_utc(int64_t ms, char out[17])
+{
+    time_t t = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    /* Each field is range-limited so the text is always 16 characters. */
+    snprintf(out, 17, "%04u%02u%02uT%02u%02u%02uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
+             (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+             (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
+}
+
+void ical_escape_text(growbuf_t *b, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '\\' || ch == ';' || ch == ',') {
+            char e[2] = {'\\', (char)ch};
+            growbuf_put(b, e, 2);
+        } else if (ch == '\r' || ch == '\n') {
+            if (ch == '\r' && p[1] == '\n') p++; /* CRLF is one line break */
+            growbuf_puts(b, "\\n");
+        } else if (ch < 0x20 || ch == 0x7f) {
+            if (ch == '\t') growbuf_put(b, p, 1); /* HTAB is allowed; other controls are not */
+        } else {
+            growbuf_put(b, p, 1);
+        }
+    }
+}
+
+/* Appends text (already escaped) folded: every physical line at most ICAL_LINE_OCTETS octets
+ * before its CRLF, a continuation starting with a space, never inside a UTF-8 sequence. */
+static void fold(growbuf_t *b, const char *s, size_t n)
+{
+    size_t col = 0;
+    size_t i = 0;
+    while (i < n) {
+        /* The whole code point at i: its lead byte and continuation bytes. */
+        size_t len = 1;
+        while (i + len < n && ((unsigned char)s[i + len] & 0xC0) == 0x80)
+            len++;
+        if (col + len > ICAL_LINE_OCTETS) {
+            growbuf_puts(b, "\r\n ");
+            col = 1;
+        }
+        growbuf_put(b, s + i, len);
+        col += len;
+        i += len;
+    }
+    growbuf_puts(b, "\r\n");
+}
+
+void ical_line(growbuf_t *b, const char *name, const char *value, bool escape)
+{
+    growbuf_t line = GROWBUF_INIT;
+    growbuf_puts(&line, name);
+    growbuf_puts(&line, ":");
+    if (escape) {
+        ical_escape_text(&line, value ? value : "");
+    } else {
+        for (const char *p = value ? value : ""; *p; p++)
+            if ((unsigned char)*p >= 0x20 && *p != 0x7f) growbuf_put(&line, p, 1);
+    }
+    fold(b, line.data, line.len);
+    growbuf_free(&line);
+}
+
+/* A CN parameter value: a quoted string, which cannot hold DQUOTE or control characters. */
+static void put_cn(growbuf_t *b, const char *name)
+{
+    growbuf_puts(b, ";CN=\"");
+    for (const char *p = name ? name : ""; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"')
+            growbuf_puts(b, "'");
+        else if (ch >= 0x20 && ch != 0x7f)
+            growbuf_put(b, p, 1);
+    }
+    growbuf_puts(b, "\"");
+}
+
+static void person(growbuf_t *b, const char *prop, const char *params, const char *name,
+                   const char *email)
+{
+    growbuf_t n = GROWBUF_INIT;
+    growbuf_puts(&n, prop);
+    if (name && *name) put_cn(&n, name);
+    if (params) growbuf_puts(&n, params);
+    growbuf_t v = GROWBUF_INIT;
+    growbuf_puts(&v, "mailto:");
+    growbuf_puts(&v, email);
+    ical_line(b, n.data, v.data, false);
+    growbuf_free(&n);
+    growbuf_free(&v);
+}
+
+/* BEGIN:<component>, a short line. */
+static void begin(growbuf_t *b, const char *component)
+{
+    growbuf_puts(b, "BEGIN:");
+    growbuf_puts(b, component);
+    growbuf_puts(b, "\r\n");
+}
+
+void ical_begin(growbuf_t *b, const ical_calendar_t *c)
+{
+    begin(b, "VCALENDAR");
+    ical_line(b, "VERSION", "2.0", false);
+    ical_line(b, "PRODID", "-//coachd//sessions//EN", false);
+    ical_line(b, "CALSCALE", "GREGORIAN", false);
+    if (c->method) ical_line(b, "METHOD", c->method, false);
+    if (c->name) ical_line(b, "X-WR-CALNAME", c->name, true);
+    if (c->timezone) ical_line(b, "X-WR-TIMEZONE", c->timezone, false);
+    if (c->refresh_minutes > 0) {
+        char d[32];
+        snprintf(d, sizeof(d), "PT%dM", c->refresh_minutes);
+        ical_line(b, "REFRESH-INTERVAL;VALUE=DURATION", d, false);
+        ical_line(b, "X-PUBLISHED-TTL", d, false);
+    }
+}
+
+int ical_event(growbuf_t *b, const ical_event_t *e)
+{
+    if (!e->uid || !*e->uid || e->end_ms <= e->start_ms) return DOMAIN_EINVAL;
+    char t[17], seq[16];
+    begin(b, "VEVENT");
+    ical_line(b, "UID", e->uid, false);
+    snprintf(seq, sizeof(seq), "%d", e->sequence < 0 ? 0 : e->sequence);
+    ical_line(b, "SEQUENCE", seq, false);
+    ical_utc(e->stamp_ms, t);
+    ical_line(b, "DTSTAMP", t, false);
+    ical_utc(e->start_ms, t);
+    ical_line(b, "DTSTART", t, false);
+    ical_utc(e->end_ms, t);
+    ical_line(b, "DTEND", t, false);
+    if (e->timezone) ical_line(b, "X-COACHD-TIMEZONE", e->timezone, false);
+    ical_line(b, "STATUS", e->cancelled ? "CANCELLED" : "CONFIRMED", false);
+    if (e->summary) ical_line(b, "SUMMARY", e->summary, true);
+    if (e->description) ical_line(b, "DESCRIPTION", e->description, true);
+    if (e->location) ical_line(b, "LOCATION", e->location, true);
+    if (e->url) ical_line(b, "URL", e->url, false);
+    if (e->organizer_email) person(b, "ORGANIZER", NULL, e->organizer_name, e->organizer_email);
+    if (e->attendee_email)
+        person(b, "ATTENDEE", ";ROLE=REQ-PARTICIPANT;PARTSTAT=NEEDS-ACTION;RSVP=FALSE",
+               e->attendee_name, e->attendee_email);
+    ical_line(b, "TRANSP", e->cancelled ? "TRANSPARENT" : "OPAQUE", false);
+    ical_line(b, "END", "VEVENT", false);
+    return 0;
+}
+
+void ical_end(growbuf_t *b)
+{
+    ical_line(b, "END", "VCALENDAR", false);
+}
+
+int ical_session_event(growbuf_t *b, const ical_session_t *s)
+{
+    if (!s->session_id || s->duration_minutes <= 0) return DOMAIN_EINVAL;
+    bool es = s->lang && strcmp(s->lang, "es") == 0;
+    growbuf_t summary = GROWBUF_INIT, desc = GROWBUF_INIT, uid = GROWBUF_INIT;
+    char line[160];
+
+    if (s->cancelled) growbuf_puts(&summary, es ? "Cancelada: " : "Cancelled: ");
+    growbuf_puts(&summary, s->title && *s->title ? s->title
+                           : es                  ? "Sesión de mentoría"
+                                                 : "Mentoring session");
+    if (s->start_text) {
+        growbuf_puts(&desc, es ? "Inicio: " : "Start: ");
+        growbuf_puts(&desc, s->start_text);
+        growbuf_puts(&desc, "\n");
+    }
+    snprintf(line, sizeof(line), es ? "Duración: %d minutos\n" : "Duration: %d minutes\n",
+             s->duration_minutes);
+    growbuf_puts(&desc, line);
+    growbuf_puts(&desc, es ? "Coach: " : "Coach: ");
+    growbuf_puts(&desc, s->coach_name ? s->coach_name : "");
+    growbuf_puts(&desc, es ? "\nDocente: " : "\nTeacher: ");
+    growbuf_puts(&desc, s->teacher_name ? s->teacher_name : "");
+    growbuf_puts(&desc, "\n");
+    if (s->notes && *s->notes) {
+        growbuf_puts(&desc, es ? "\nNotas:\n" : "\nNotes:\n");
+        growbuf_puts(&desc, s->notes);
+        growbuf_puts(&desc, "\n");
+    }
+    if (s->link) {
+        growbuf_puts(&desc, es ? "\nAbrir en la aplicación: " : "\nOpen in the app: ");
+        growbuf_puts(&desc, s->link);
+        growbuf_puts(&desc, "\n");
+    }
+    growbuf_puts(&uid, s->session_id);
+    growbuf_puts(&uid, "@coachd");
+    ical_event_t e = {.uid = uid.data,
+                      .sequence = s->sequence,
+                      .start_ms = s->start_ms,
+                      .end_ms = s->start_ms + (int64_t)s->duration_minutes * 60000,
+                      .stamp_ms = s->stamp_ms,
+                      .timezone = s->timezone,
+                      .summary = summary.data,
+                      .description = desc.data,
+                      .location = s->link,
+                      .url = s->link,
+                      .organizer_name = s->coach_name,
+                      .organizer_email = s->coach_email,
+                      .attendee_name = s->teacher_name,
+                      .attendee_email = s->teacher_email,
+                      .cancelled = s->cancelled};
+    int rc = ical_event(b, &e);
+    growbuf_free(&summary);
+    growbuf_free(&desc);
+    growbuf_free(&uid);
+    return rc;
+}

@@ -1,0 +1,224 @@
+"""Calendars: the iCalendar invitations attached to the session mails (REQUEST / CANCEL, one UID
+per session, SEQUENCE increasing) and the personal calendar feed (create, rotate, revoke, ETag,
+who sees what). Every .ics is parsed by an independent library, Debian's python3-icalendar."""
+import datetime
+import os
+from urllib.parse import urlsplit
+
+import pytest
+from icalendar import Calendar, vDuration
+
+from helpers import BASE_URL, Client, artifacts_dir, psql
+from ment_fixtures import future, make_mentorship, make_session
+from orgs import new_org
+
+# `,;\` and a line break in the title and the notes; multibyte text long enough to fold.
+TITLE = 'Plan, review; A\\B "quoted"'
+NOTES = "First line, with; semicolons\\ and\nsecond line: " + "ñandú € 😀 " * 12
+
+
+def utc(iso):
+    return datetime.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc)
+
+
+def check_raw(raw, folded):
+    """RFC 5545 3.1: CRLF lines of at most 75 octets, no UTF-8 sequence split by a fold."""
+    assert raw.endswith(b"\r\n")
+    lines = raw[:-2].split(b"\r\n")
+    for i, line in enumerate(lines):
+        assert b"\n" not in line and b"\r" not in line
+        assert len(line) <= 75, line
+        line.decode("utf-8")  # a split sequence would not decode
+        if i and line[:1] == b" ":
+            assert (line[1] & 0xC0) != 0x80 if len(line) > 1 else True
+    if folded:  # the notes are long enough to fold, at a multibyte character or not
+        assert any(line[:1] == b" " for line in lines)
+
+
+def parse(raw, folded=False):
+    check_raw(raw, folded)
+    return Calendar.from_ical(raw)
+
+
+def events(cal):
+    return {str(e["UID"]): e for e in cal.walk("VEVENT")}
+
+
+def invitation(mail):
+    """The text/calendar part of a mail: (method parameter, raw bytes)."""
+    for part in mail.msg.walk():
+        if part.get_content_type() == "text/calendar":
+            assert part.get_content_disposition() == "attachment"
+            assert part.get_param("charset").lower() == "utf-8"
+            return part.get_param("method"), part.get_payload(decode=True)
+    raise AssertionError("no text/calendar part in %s" % mail.subject)
+
+
+def check_event(ev, session, org, start, minutes):
+    assert str(ev["UID"]) == "%s@coachd" % session["id"]
+    assert ev.decoded("DTSTART") == utc(start)
+    assert ev.decoded("DTEND") == utc(start) + datetime.timedelta(minutes=minutes)
+    assert str(ev["ORGANIZER"]).lower() == "mailto:" + org.users["Coach"]["email"].lower()
+    assert str(ev["ATTENDEE"]).lower() == "mailto:" + org.users["Teacher"]["email"].lower()
+    assert ev["ORGANIZER"].params["CN"] == "Carla Coach"
+    assert TITLE in str(ev["SUMMARY"])
+    assert NOTES in str(ev["DESCRIPTION"])
+    assert str(ev["URL"]).endswith("/sessions/%s" % session["id"])
+    assert str(ev["LOCATION"]) == str(ev["URL"])
+    assert str(ev["X-COACHD-TIMEZONE"]) == "America/New_York"
+
+
+@pytest.fixture
+def org():
+    o = new_org(roles=("Manager",))
+    o.add_member("Coach", first="Carla", last="Coach", lang="es")
+    o.add_member("Teacher", first="Tom", last="Teacher", lang="en")
+    return o
+
+
+def new_feed(client):
+    r, data = client.call("POST", "/api/users/me/calendar-feed", expect=201)
+    feed = data["data"]
+    url = urlsplit(feed["url"])
+    assert url.path.startswith("/api/calendar/") and url.path.endswith(".ics")
+    assert feed["webcalUrl"] == "webcal://" + feed["url"].split("://", 1)[1]
+    return BASE_URL + url.path  # PUBLIC_URL's host may be another name of this server
+
+
+def fetch(url, expect=200, **headers):
+    r = Client(org_id=None).request("GET", url, headers=headers)  # no cookie
+    assert r.status_code == expect, r.text[:500]
+    return r
+
+
+def test_invitations_and_feed_follow_a_session(org, mail):
+    """Scheduled, moved and cancelled through the API: the invitations carry one UID, an
+    increasing SEQUENCE and the session's times; the teacher's feed shows it, moves it and
+    marks it cancelled."""
+    feed = new_feed(org.client("Teacher"))
+    m = make_mentorship(org, title=TITLE)
+    start = future(48)
+    s = make_session(org, m["id"], scheduledAt=start, durationMinutes=45,
+                     timezone="America/New_York", notes=NOTES)["data"]
+    uid = "%s@coachd" % s["id"]
+    coach, teacher = org.users["Coach"]["email"], org.users["Teacher"]["email"]
+
+    # Scheduled: REQUEST, SEQUENCE 0, in each recipient's language.
+    for who, subject in ((coach, "Sesión programada"), (teacher, "Session scheduled")):
+        method, raw = invitation(mail.wait_for(who, subject=subject))
+        assert method == "REQUEST"
+        cal = parse(raw, True)
+        assert str(cal["METHOD"]) == "REQUEST"
+        ev = events(cal)[uid]
+        assert int(ev["SEQUENCE"]) == 0 and str(ev["STATUS"]) == "CONFIRMED"
+        check_event(ev, s, org, start, 45)
+        assert ("Duración" if who == coach else "Duration") in str(ev["DESCRIPTION"])
+    ev = events(parse(fetch(feed).content, True))[uid]
+    check_event(ev, s, org, start, 45)
+    assert int(ev["SEQUENCE"]) == 0 and str(ev["STATUS"]) == "CONFIRMED"
+
+    # Examples to look at: the teacher's first invitation, and the feed (its token is in no body).
+    with open(os.path.join(artifacts_dir(), "calendar-invitation.ics"), "wb") as f:
+        f.write(invitation(mail.wait_for(teacher, subject="Session scheduled"))[1])
+    with open(os.path.join(artifacts_dir(), "calendar-feed.ics"), "wb") as f:
+        f.write(fetch(feed).content)
+
+    # Moved: REQUEST again, same UID, SEQUENCE 1, the new times.
+    moved = future(72)
+    org.client("Coach").patch_json("/api/sessions/%s" % s["id"],
+                                   {"scheduledAt": moved, "durationMinutes": 30})
+    for who, subject in ((coach, "Sesión modificada"), (teacher, "Session changed")):
+        method, raw = invitation(mail.wait_for(who, subject=subject))
+        assert method == "REQUEST"
+        ev = events(parse(raw, True))[uid]
+        assert int(ev["SEQUENCE"]) == 1
+        check_event(ev, s, org, moved, 30)
+    ev = events(parse(fetch(feed).content, True))[uid]
+    assert int(ev["SEQUENCE"]) == 1 and ev.decoded("DTSTART") == utc(moved)
+
+    # Cancelled: CANCEL, SEQUENCE 2, STATUS:CANCELLED; the feed keeps it, cancelled.
+    org.client("Coach").delete_json("/api/sessions/%s" % s["id"])
+    for who, subject in ((coach, "Sesión cancelada"), (teacher, "Session cancelled")):
+        method, raw = invitation(mail.wait_for(who, subject=subject))
+        assert method == "CANCEL"
+        cal = parse(raw, True)
+        assert str(cal["METHOD"]) == "CANCEL"
+        ev = events(cal)[uid]
+        assert int(ev["SEQUENCE"]) == 2 and str(ev["STATUS"]) == "CANCELLED"
+        check_event(ev, s, org, moved, 30)
+    ev = events(parse(fetch(feed).content, True))[uid]
+    assert int(ev["SEQUENCE"]) == 2 and str(ev["STATUS"]) == "CANCELLED"
+    # A calendar built from the feed: the session is no longer an appointment.
+    busy = [e for e in parse(fetch(feed).content).walk("VEVENT")
+            if str(e["STATUS"]) != "CANCELLED"]
+    assert uid not in [str(e["UID"]) for e in busy]
+
+
+def test_feed_rotation_revocation_and_etag(org):
+    teacher = org.client("Teacher")
+    old = new_feed(teacher)
+    new = new_feed(teacher)  # rotated: the old URL stops
+    fetch(old, 404)
+    r = fetch(new)
+    assert r.headers["Content-Type"].startswith("text/calendar")
+    assert r.headers["Cache-Control"] == "private, no-cache"
+    cal = parse(r.content)
+    # RFC 7986 REFRESH-INTERVAL (a DURATION value) and its older X- form: the 60-minute default.
+    assert cal["REFRESH-INTERVAL"].params["VALUE"] == "DURATION"
+    for name in ("REFRESH-INTERVAL", "X-PUBLISHED-TTL"):
+        assert vDuration.from_ical(str(cal[name])) == datetime.timedelta(hours=1)
+    etag = r.headers["ETag"]
+    assert fetch(new, 304, **{"If-None-Match": etag}).content == b""
+    assert fetch(new, 304, **{"If-None-Match": '"x", W/' + etag}).headers["ETag"] == etag
+    # A new session changes the feed, so the old tag gets the whole feed again.
+    m = make_mentorship(org)
+    make_session(org, m["id"])
+    r = fetch(new, 200, **{"If-None-Match": etag})
+    assert r.headers["ETag"] != etag and len(events(parse(r.content))) == 1
+    # Without .ics, or not a token: 400; a well-formed unknown token: 404.
+    fetch(new[:-4], 400)
+    fetch(BASE_URL + "/api/calendar/short.ics", 400)
+    fetch(BASE_URL + "/api/calendar/" + "A" * 43 + ".ics", 404)
+    # Revoked: 404; revoking again: 404.
+    teacher.call("DELETE", "/api/users/me/calendar-feed", expect=204)
+    fetch(new, 404)
+    teacher.call("DELETE", "/api/users/me/calendar-feed", expect=404)
+    # The token never reaches the log.
+    log = os.environ.get("COACHD_LOG_FILE")
+    if log:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for url in (old, new):
+            assert url.rsplit("/", 1)[1][:-4] not in text
+
+
+def test_feed_shows_only_the_owners_sessions(org):
+    other = new_org(roles=("Manager",))
+    other.add_member("Coach")
+    other.add_member("Teacher")
+    m = make_mentorship(org)
+    mine = make_session(org, m["id"])["data"]
+    theirs = make_session(other, make_mentorship(other)["id"])["data"]
+    # Another teacher's session in the same organization, with the same coach.
+    org.add_member("Teacher", key="Teacher2")
+    neighbour = make_session(org, make_mentorship(org, teacher="Teacher2")["id"],
+                             scheduledAt=future(30))["data"]
+    # A session far outside the window is left out (the window is 30 days back, 365 ahead).
+    far = make_session(org, m["id"], scheduledAt=future(24 * 400))["data"]
+    feed = new_feed(org.client("Teacher"))
+    coach_feed = new_feed(org.client("Coach"))
+    got = events(parse(fetch(feed).content))
+    assert "%s@coachd" % mine["id"] in got
+    assert "%s@coachd" % theirs["id"] not in got
+    assert "%s@coachd" % neighbour["id"] not in got
+    assert "%s@coachd" % far["id"] not in got
+    assert len(got) == 1
+    assert set(events(parse(fetch(coach_feed).content))) == {
+        "%s@coachd" % mine["id"], "%s@coachd" % neighbour["id"]}
+    # A removed member's sessions leave their feed; a disabled account's feed is empty.
+    org.admin.delete_json("/api/organizations/%s/users/%s" % (org.id, org.uid("Teacher")))
+    assert events(parse(fetch(feed).content)) == {}
+    assert "%s@coachd" % mine["id"] in events(parse(fetch(coach_feed).content))
+    psql("UPDATE users SET status = 'suspended' WHERE id = :'u'", u=org.uid("Coach"))
+    assert events(parse(fetch(coach_feed).content)) == {}
