@@ -67,6 +67,10 @@ ALLOWED = {
     # coachd refusing the cached contexts at the next request.
     "user_sessions_end_every": "operator command; publishes the invalidation itself",
     "user_sessions_end_email": "operator command; publishes the invalidation itself",
+    # rt/janitor.c deletes only sessions whose expires_at has passed; a cached context carries
+    # that expiry and the guard refuses it on a hit (routes/ctx_cache.h), so the row's deletion
+    # changes nothing a worker could still serve.
+    "janitor_clean": "expired sessions only; the cache refuses them by their expiry",
 }
 
 WRITE_RE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:ONLY\s+)?([a-z_][a-z0-9_]*)",
