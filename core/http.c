@@ -564,6 +564,10 @@ static bool param_is_secret(const char *name, size_t len)
  * wrong method or path, which no route pattern names. */
 static bool segment_is_token_like(const char *s, size_t len)
 {
+    /* A trailing ".ext" does not make a token loggable ("<token>.ics", the calendar feed, also
+     * reaches here unmatched: OPTIONS or PROPFIND from a calendar app, a path below it). */
+    const char *dot = memrchr(s, '.', len);
+    if (dot && dot > s) len = (size_t)(dot - s);
     if (len < 32) return false;
     size_t dashes = 0;
     for (size_t i = 0; i < len; i++) {

@@ -201,8 +201,12 @@ static void on_result(db_result_t *r, void *data)
     if (!r->ok && !r->conn_lost && c->o.retry_alone && b->n > 1) {
         log_warn("db: a coalesced statement of %d callers failed (%s %s), each is sent alone", b->n,
                  r->sqlstate ? r->sqlstate : "-", r->error ? r->error : "");
-        for (int i = 0; i < b->n; i++)
-            send_alone(c, b->items[i]);
+        /* One after another, each when the previous answered: sent together, a statement
+         * queued at the head (opts.first) would overtake the ones queued before it, and the
+         * callers would run in the reverse of their order. */
+        for (int i = 0; i + 1 < b->n; i++)
+            b->items[i]->next = b->items[i + 1];
+        send_alone(c, b->items[0]);
         free(b);
         return;
     }
@@ -216,14 +220,17 @@ static void on_result(db_result_t *r, void *data)
         }
     }
     if (c->o.deliver_begin) c->o.deliver_begin();
+    caller_t *retry_next = NULL; /* a caller sent again alone: the next of its group */
     for (int i = 0; i < b->n; i++) {
         caller_t *k = b->items[i];
+        if (!b->e) retry_next = k->next;
         k->cb(r, rows[i], k->data);
         free(k);
     }
     if (c->o.deliver_end) c->o.deliver_end();
     free(rows);
     free(b);
+    if (retry_next) send_alone(c, retry_next);
 }
 
 /* ---- the loop turn ---- */

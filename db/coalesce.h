@@ -28,8 +28,9 @@
  *
  * A failed statement (r->ok false) gives every caller of it that failure, except with
  * retry_alone: a group of more than one that failed other than by a lost connection is sent
- * again caller by caller, each alone (arrays of one), and each caller gets its own answer (one
- * caller's bad row, such as a foreign key that went away, then fails that caller only).
+ * again caller by caller, each alone (arrays of one) once the one before it answered, in the
+ * group's order, and each caller gets its own answer (one caller's bad row, such as a foreign
+ * key that went away, then fails that caller only).
  *
  * Parameter strings must stay valid until the caller's callback ran (they are read when the
  * group is sent). Callbacks run from the pool's callback (db.h), in the callers' order; the

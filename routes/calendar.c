@@ -31,7 +31,6 @@
 #include "routes/dbreq.h"
 #include "routes/mentoring.h"
 #include "routes/routes.h"
-#include "rt/ratelimit.h"
 
 #define FEED_SUFFIX ".ics"
 
@@ -95,15 +94,22 @@ static const char *col(const db_result_t *r, int row, int c)
     return db_isnull(r, row, c) ? NULL : db_get(r, row, c);
 }
 
+static void feed_not_found(http_req_t *req)
+{
+    http_reply_error(req, 404, "NOT_FOUND", "Calendar feed not found");
+}
+
 static void feed_rows(http_req_t *req, db_result_t *r)
 {
     if (!db_ok_or_reply(req, r)) return;
     if (db_nrows(r) == 0) {
-        http_reply_error(req, 404, "NOT_FOUND", "Calendar feed not found");
+        /* Only misses count against the address's auth limit, after the lookup: calendar
+         * services fetch many users' feeds from a few shared addresses and keep polling
+         * rotated or revoked URLs, and those must never lock the valid feeds out (a 256-bit
+         * token is not found by trying). */
+        auth_limit_then(req, "calendar-feed", NULL, feed_not_found);
         return;
     }
-    if (cfg.auth_rate_limit_points > 0)
-        ratelimit_refund(arena_printf(&req->arena, "rl:auth:calendar-feed:ip:%s", req->client_ip));
     const char *lang = col(r, 0, CALENDAR_FEED_ROWS_USER_LANG);
     bool es = lang && strcmp(lang, "es") == 0;
     ical_calendar_t cal = {.name = es ? "Sesiones de mentoría" : "Mentoring sessions",
@@ -154,9 +160,8 @@ static void feed_rows(http_req_t *req, db_result_t *r)
     http_reply(req, 200, "text/calendar; charset=utf-8", body, len);
 }
 
-static void feed_limited(http_req_t *req)
+static void feed_lookup(http_req_t *req, const char *hash)
 {
-    const char *hash = req->data;
     char before[16], after[16];
     snprintf(before, sizeof(before), "%d", cfg.calendar_feed_days_before);
     snprintf(after, sizeof(after), "%d", cfg.calendar_feed_days_after);
@@ -177,8 +182,7 @@ static void feed_get(http_req_t *req)
     }
     char *hash = arena_alloc(&req->arena, TOKEN_HASH_LEN + 1);
     token_hash(token, hash);
-    req->data = hash;
-    auth_limit_then(req, "calendar-feed", NULL, feed_limited);
+    feed_lookup(req, hash);
 }
 
 static const route_t calendar_routes[] = {

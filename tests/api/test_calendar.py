@@ -184,6 +184,11 @@ def test_feed_rotation_revocation_and_etag(org):
     teacher.call("DELETE", "/api/users/me/calendar-feed", expect=204)
     fetch(new, 404)
     teacher.call("DELETE", "/api/users/me/calendar-feed", expect=404)
+    # Other methods (calendar apps that speak CalDAV try OPTIONS and PROPFIND) and a path below
+    # it match no route: the token is still left out of the log.
+    anon = Client(org_id=None)
+    for method, url in (("OPTIONS", new), ("PROPFIND", new), ("PUT", new), ("GET", new + "/x")):
+        assert anon.request(method, url, openapi_loose=True).status_code in (204, 404, 405)
     # The token never reaches the log.
     log = os.environ.get("COACHD_LOG_FILE")
     if log:
@@ -222,3 +227,20 @@ def test_feed_shows_only_the_owners_sessions(org):
     assert "%s@coachd" % mine["id"] in events(parse(fetch(coach_feed).content))
     psql("UPDATE users SET status = 'suspended' WHERE id = :'u'", u=org.uid("Coach"))
     assert events(parse(fetch(coach_feed).content)) == {}
+
+
+def test_unknown_tokens_never_lock_out_a_valid_feed(org):
+    """A calendar service fetches many users' feeds from one address and keeps polling rotated
+    URLs: only the misses count against the address's auth limit, and a valid token is served
+    past it."""
+    points = int(os.environ.get("AUTH_RATE_LIMIT_POINTS", "10"))
+    assert 0 < points <= 50
+    url = new_feed(org.client("Teacher"))
+    service = Client(org_id=None)  # one address of its own for every request below
+    def get(u):
+        return service.request("GET", u)
+    assert get(url).status_code == 200
+    unknown = [BASE_URL + "/api/calendar/%043d.ics" % i for i in range(points + 1)]
+    assert [get(u).status_code for u in unknown] == [404] * points + [429]
+    for _ in range(3):
+        assert get(url).status_code == 200

@@ -233,6 +233,33 @@ static void test_batch_failure_retry_alone(void **state)
     assert_string_equal(got[2].v, "5");
 }
 
+/* Retries of a statement sent ahead of the queue (opts.first) keep the group's order: sent all
+ * at once, those that found every connection busy queued at the head, each ahead of the one
+ * before it, and ran in reverse. Eight callers on a pool of four. */
+static void test_retry_alone_keeps_order_ahead_of_the_queue(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_DIV,
+                                               .nparams = 1,
+                                               .ord_col = 1,
+                                               .mode = DB_COALESCE_TURN,
+                                               .batch_max = 16,
+                                               .first = true,
+                                               .retry_alone = true});
+    expected = 8;
+    const char *v[] = {"1", "2", "0", "5", "10", "1", "2", "5"};
+    for (int i = 0; i < 8; i++)
+        add_div(i, v[i]);
+    loop_run();
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_int_equal(got[i].seq, i);
+        assert_true(got[i].ok == (i != 2));
+    }
+}
+
 /* ---- keys that share a slot ---- */
 
 static void test_shared_slot_turn(void **state)
@@ -409,6 +436,7 @@ int main(void)
         cmocka_unit_test_teardown(test_ordering, teardown),
         cmocka_unit_test_teardown(test_batch_failure, teardown),
         cmocka_unit_test_teardown(test_batch_failure_retry_alone, teardown),
+        cmocka_unit_test_teardown(test_retry_alone_keeps_order_ahead_of_the_queue, teardown),
         cmocka_unit_test_teardown(test_shared_slot_turn, teardown),
         cmocka_unit_test_teardown(test_shared_slot_inflight, teardown),
         cmocka_unit_test_teardown(test_turn_flush, teardown),
