@@ -20,7 +20,7 @@ typedef struct caller {
 /* One key: its waiting callers and its statements in flight. */
 typedef struct entry {
     struct entry *next;      /* in its bucket */
-    struct entry *turn_next; /* DB_COALESCE_TURN: in the list of keys to send this turn */
+    struct entry *turn_next; /* in the list of keys to send at the end of this turn */
     caller_t *head, *tail;   /* waiting, oldest first */
     int nwaiting, inflight;
     bool listed; /* on the turn list */
@@ -38,9 +38,11 @@ typedef struct batch {
 struct db_coalesce {
     db_coalesce_opts_t o;
     entry_t **slots;
-    entry_t *turn; /* keys with callers this turn */
+    entry_t *turn; /* keys with callers to send at the end of this turn */
     uv_check_t check;
+    uv_idle_t idle; /* active with check: the loop does not wait in poll before the check */
     bool check_init;
+    int closing; /* handles still closing in db_coalesce_free */
     int inflight, waiting;
 };
 
@@ -181,13 +183,15 @@ static void send_alone(db_coalesce_t *c, caller_t *k)
     batch_send(c, b);
 }
 
-/* What follows a statement of the key: in DB_COALESCE_INFLIGHT the callers that waited go now. */
+static void turn_list(db_coalesce_t *c, entry_t *e);
+
+/* What follows a statement of the key: in DB_COALESCE_INFLIGHT the callers that waited go at
+ * the end of this turn, with those that the turn adds (the callers of one statement that came
+ * back often add their next step together: one group, not a lone first and the rest). */
 static void entry_after(db_coalesce_t *c, entry_t *e)
 {
     e->inflight--;
-    if (c->o.mode == DB_COALESCE_INFLIGHT)
-        while (e->head && e->inflight < c->o.inflight_max)
-            entry_send(c, e, true);
+    if (c->o.mode == DB_COALESCE_INFLIGHT && e->head) turn_list(c, e);
     entry_release(c, e);
 }
 
@@ -239,6 +243,7 @@ static void on_check(uv_check_t *h)
 {
     db_coalesce_t *c = h->data;
     uv_check_stop(h);
+    uv_idle_stop(&c->idle);
     entry_t *list = c->turn;
     c->turn = NULL;
     while (list) {
@@ -246,9 +251,42 @@ static void on_check(uv_check_t *h)
         list = e->turn_next;
         e->turn_next = NULL;
         e->listed = false;
-        while (e->head)
+        /* TURN: every waiting caller; INFLIGHT: as many statements as the key may have in
+         * flight, the rest wait for one to come back. */
+        while (e->head && (c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max))
             entry_send(c, e, true);
         entry_release(c, e);
+    }
+}
+
+static void on_idle(uv_idle_t *h)
+{
+    (void)h;
+}
+
+/* Puts the key on the list sent at the end of this loop turn (on_check, after the turn's I/O
+ * callbacks). The idle handle keeps the loop from waiting in poll first, so a caller added
+ * outside the I/O phase (a timer, another check) does not wait for the next event. */
+static void turn_list(db_coalesce_t *c, entry_t *e)
+{
+    if (!e->listed) {
+        e->listed = true;
+        e->turn_next = c->turn;
+        c->turn = e;
+    }
+    if (!c->check_init) {
+        uv_check_init(db_loop(), &c->check);
+        uv_idle_init(db_loop(), &c->idle);
+        /* They never keep the loop alive by themselves. */
+        uv_unref((uv_handle_t *)&c->check);
+        uv_unref((uv_handle_t *)&c->idle);
+        c->check.data = c;
+        c->idle.data = c;
+        c->check_init = true;
+    }
+    if (!uv_is_active((uv_handle_t *)&c->check)) {
+        uv_check_start(&c->check, on_check);
+        uv_idle_start(&c->idle, on_idle);
     }
 }
 
@@ -281,26 +319,13 @@ void db_coalesce_add(db_coalesce_t *c, const char *key, const char *const *param
     e->tail = k;
     e->nwaiting++;
     c->waiting++;
-    if (c->o.mode == DB_COALESCE_INFLIGHT) {
-        if (e->inflight < c->o.inflight_max) entry_send(c, e, false);
-        return;
-    }
+    bool may_send = c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max;
+    if (!may_send) return; /* INFLIGHT: it goes when a statement of its key comes back */
     if (e->nwaiting >= c->o.batch_max) {
         entry_send(c, e, false); /* a full group goes at once */
         return;
     }
-    if (!e->listed) {
-        e->listed = true;
-        e->turn_next = c->turn;
-        c->turn = e;
-    }
-    if (!c->check_init) {
-        uv_check_init(db_loop(), &c->check);
-        uv_unref((uv_handle_t *)&c->check); /* it never keeps the loop alive by itself */
-        c->check.data = c;
-        c->check_init = true;
-    }
-    if (!uv_is_active((uv_handle_t *)&c->check)) uv_check_start(&c->check, on_check);
+    turn_list(c, e);
 }
 
 int db_coalesce_inflight(const db_coalesce_t *c)
@@ -313,9 +338,11 @@ int db_coalesce_waiting(const db_coalesce_t *c)
     return c->waiting;
 }
 
+/* The coalescer goes once both of its handles are closed (in whichever order libuv ends them). */
 static void on_closed(uv_handle_t *h)
 {
-    free(h->data);
+    db_coalesce_t *c = h->data;
+    if (--c->closing == 0) free(c);
 }
 
 void db_coalesce_free(db_coalesce_t *c)
@@ -334,8 +361,9 @@ void db_coalesce_free(db_coalesce_t *c)
         }
     free(c->slots);
     if (c->check_init) {
-        uv_check_stop(&c->check);
+        c->closing = 2;
         uv_close((uv_handle_t *)&c->check, on_closed);
+        uv_close((uv_handle_t *)&c->idle, on_closed);
         return;
     }
     free(c);

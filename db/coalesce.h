@@ -18,10 +18,15 @@
  *     turn's I/O (from a uv_check handle), one statement per key; a key whose group reaches
  *     batch_max is sent at once. Every caller of a group arrived before its statement was
  *     sent, so each sees everything committed before it arrived.
- *   - DB_COALESCE_INFLIGHT: at most inflight_max statements per key are in flight; a caller
- *     that arrives while they are goes, with every other waiting caller of its key (up to
- *     batch_max), in the next statement, sent when one comes back. A caller that finds fewer
- *     in flight is sent at once: a lone caller waits for nothing.
+ *   - DB_COALESCE_INFLIGHT: at most inflight_max statements per key are in flight. Callers
+ *     that find fewer in flight go at the end of the loop turn, like TURN's, every caller of
+ *     the turn together; a lone caller waits for nothing but the turn's other callbacks.
+ *     Callers that arrive while inflight_max are in flight wait, and go together (up to
+ *     batch_max per statement) at the end of the turn in which one comes back. Sending the
+ *     first caller of a turn at once would leave the others to the next free statement: the
+ *     callers of one statement that came back (a coalesced read) add their next step in one
+ *     turn, and a statement of one caller would take a slot for a whole round trip.
+ *   In both modes a key whose waiting callers reach batch_max, with a slot free, goes at once.
  * Keys are strings (a mentorship id, "" for one global group); each has its own entry, found
  * through a hash table of `slots` buckets whose entries chain, so keys that share a bucket
  * never wait on each other. An entry is freed once nothing of its key waits or is in flight.

@@ -2,7 +2,7 @@
  * db/coalesce against a live PostgreSQL (COACHD_TEST_DATABASE_URL; the run fails when it is
  * missing): each caller gets its own row, a failed statement fails its callers (or each is
  * retried alone), keys that share a slot never wait on each other, a loop turn's callers go in
- * one statement, and no more statements per key are in flight than allowed.
+ * one statement (in both modes), and no more statements per key are in flight than allowed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,7 +290,7 @@ static void test_shared_slot_inflight(void **state)
     (void)state;
     reset();
     loop_start();
-    co = echo_new(DB_COALESCE_INFLIGHT, 1, 16, 1);
+    co = echo_new(DB_COALESCE_INFLIGHT, 1, 1, 1); /* groups of one: each goes when it can */
     expected = 4;
     add_echo(0, "k1", "a"); /* k1's statement in flight */
     add_echo(1, "k2", "b"); /* k2 shares the slot, yet goes at once */
@@ -379,18 +379,54 @@ static void test_inflight_limit(void **state)
     const char *v[] = {"a", "b", "c", "d", "e"};
     for (int i = 0; i < 5; i++) {
         add_echo(i, "k", v[i]);
-        assert_int_equal(db_coalesce_inflight(co), 1); /* never more than one */
+        /* The turn's callers wait for its end, a full group excepted; never more than one. */
+        assert_int_equal(db_coalesce_inflight(co), i < 2 ? 0 : 1);
     }
-    assert_int_equal(db_coalesce_waiting(co), 4);
+    assert_int_equal(db_coalesce_waiting(co), 2);
     loop_run();
-    /* The first alone, then the waiting ones by three. */
-    long long n[] = {1, 3, 3, 3, 1};
+    /* The full group of three at once, then the two that waited for it. */
+    long long n[] = {3, 3, 3, 2, 2};
     for (int i = 0; i < 5; i++) {
         assert_int_equal(got[i].calls, 1);
         assert_string_equal(got[i].v, v[i]);
         assert_int_equal(got[i].n, n[i]);
         assert_int_equal(got[i].seq, i);
     }
+}
+
+/* The callers of one turn go in one statement even with slots free: sending the first at once
+ * left it alone in a statement and the next ones to the next, so that under load most
+ * statements carried one caller. The same holds for the callers added while a statement's
+ * callbacks run (what the callers of a coalesced read do next). */
+static void on_inflight_row(db_result_t *r, int row, void *data)
+{
+    on_row(r, row, data);
+    if ((got_t *)data == &got[0]) {
+        add_echo(3, "k", "d");
+        add_echo(4, "k", "e");
+        assert_int_equal(db_coalesce_inflight(co), 0); /* not d alone */
+    }
+}
+
+static void test_inflight_turn_group(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_INFLIGHT, 2, 16, 0);
+    expected = 5;
+    for (int i = 0; i < 3; i++) {
+        const char *params[] = {"k", i == 0 ? "a" : i == 1 ? "b" : "c"};
+        db_coalesce_add(co, "k", params, on_inflight_row, &got[i]);
+    }
+    assert_int_equal(db_coalesce_inflight(co), 0); /* not a alone */
+    loop_run();
+    long long n[] = {3, 3, 3, 2, 2};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_int_equal(got[i].n, n[i]);
+    }
+    assert_string_equal(got[4].v, "e");
 }
 
 /* ---- callers that no longer want an answer ---- */
@@ -442,6 +478,7 @@ int main(void)
         cmocka_unit_test_teardown(test_turn_flush, teardown),
         cmocka_unit_test_teardown(test_turn_full_group, teardown),
         cmocka_unit_test_teardown(test_inflight_limit, teardown),
+        cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
         cmocka_unit_test_teardown(test_gone, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
