@@ -423,6 +423,7 @@ int config_load(void)
     cfg.event_history_max = config_int("EVENT_HISTORY_MAX", 1000, 1, 1000000);
     cfg.event_history_seconds = config_int("EVENT_HISTORY_SECONDS", 600, 1, 86400);
     cfg.stream_fanout_slice = config_int("STREAM_FANOUT_SLICE", 100, 1, 1000000);
+    cfg.stream_ping_seconds = config_int("STREAM_PING_SECONDS", 25, 2, 30);
     cfg.replay_memory_max =
         config_int("REPLAY_MEMORY_MAX", 64 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024);
     cfg.rate_limiter_enabled = env_bool("RATE_LIMITER_ENABLED", false);

@@ -44,6 +44,8 @@ typedef struct config {
                                 * before the channel's newest event */
     int stream_fanout_slice;   /* STREAM_FANOUT_SLICE: streams one event is written to per loop
                                 * turn; the rest of a large channel waits for the next turn */
+    int stream_ping_seconds;   /* STREAM_PING_SECONDS: a stream's ping interval (2-30: presence
+                                * lasts 60 s after the last one) */
     int replay_memory_max;     /* REPLAY_MEMORY_MAX: bytes of history being replayed (read and
                                 * not yet sent) one worker holds, over all its streams */
     int metrics_port;          /* METRICS_PORT: /metrics on a listener of its own; 0: none */

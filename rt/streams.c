@@ -32,13 +32,13 @@
 #include "rt/presence.h"
 #include "rt/redis.h"
 
-/* Pings: a 100 ms tick walks a wheel of 250 slots (25 s). A new stream takes the emptiest slot
- * whose first visit is 23.4 to 25 s away, so streams opened together (a reconnect storm: 19,900
- * in 4 s) are spread over many ticks instead of being pinged in one go. With 1-second slots a
+/* Pings: a 100 ms tick walks a wheel of one slot per tick of the ping interval
+ * (cfg.stream_ping_seconds: 250 slots for 25 s). A new stream takes the emptiest slot whose first
+ * visit is at most 1.5 s (a quarter of a short interval) early, so streams opened together (a
+ * reconnect storm: 19,900 in 4 s) are spread over many ticks instead of being pinged in one go. With 1-second slots a
  * tick pinged 5,000 streams at once here, holding every event behind it for up to 100 ms. */
 #define WHEEL_TICK_MS 100
-#define WHEEL_SLOTS (STREAM_PING_SECONDS * 1000 / WHEEL_TICK_MS)
-#define WHEEL_SPREAD 15 /* candidate slots: the first ping 1.5 s early at most */
+#define WHEEL_SPREAD_MAX 15 /* candidate slots: the first ping 1.5 s early at most */
 #define SUBS_PER_STREAM 2
 /* Redis sorted set of a user's open streams (member: stream id, score: opening time in ms). */
 #define STREAMS_KEY "streams:%s"
@@ -156,8 +156,10 @@ static uv_loop_t *loop_ref;
 static uv_timer_t tick_timer;
 static bool timer_running;
 static uint64_t tick; /* 100 ms ticks since start */
-static stream_t *wheel[WHEEL_SLOTS];
-static size_t wheel_count[WHEEL_SLOTS];
+static stream_t **wheel;       /* wheel_slots lists */
+static size_t *wheel_count;    /* streams per slot */
+static size_t wheel_slots;     /* cfg.stream_ping_seconds of ticks */
+static unsigned wheel_spread;  /* WHEEL_SPREAD_MAX, or a quarter of a short wheel */
 static size_t nstreams;
 
 static streams_fanout_stats_t fanout;
@@ -268,11 +270,11 @@ static void sub_detach(sub_t *sub)
 
 static void wheel_add(stream_t *s)
 {
-    /* The slot visited WHEEL_SLOTS - 1 ticks from now comes ~25 s from now; of it and the
-     * WHEEL_SPREAD slots before it, the emptiest (the latest on a tie). */
-    size_t best = (size_t)((tick + WHEEL_SLOTS - 1) % WHEEL_SLOTS);
-    for (unsigned d = 1; d <= WHEEL_SPREAD; d++) {
-        size_t k = (size_t)((tick + WHEEL_SLOTS - 1 - d) % WHEEL_SLOTS);
+    /* The slot visited wheel_slots - 1 ticks from now comes one ping interval from now; of it
+     * and the wheel_spread slots before it, the emptiest (the latest on a tie). */
+    size_t best = (size_t)((tick + wheel_slots - 1) % wheel_slots);
+    for (unsigned d = 1; d <= wheel_spread; d++) {
+        size_t k = (size_t)((tick + wheel_slots - 1 - d) % wheel_slots);
         if (wheel_count[k] < wheel_count[best]) best = k;
     }
     s->slot = (int)best;
@@ -1561,7 +1563,7 @@ static void on_tick(uv_timer_t *t)
     tick++;
     expire_streams();
     rq_kick(); /* write queues drain without telling: a read waiting for memory tries again */
-    stream_t *s = wheel[tick % WHEEL_SLOTS];
+    stream_t *s = wheel[tick % wheel_slots];
     while (s) {
         stream_t *next = s->wnext;
         char user[32];
@@ -1588,6 +1590,10 @@ static void on_tick(uv_timer_t *t)
 void streams_init(uv_loop_t *loop)
 {
     loop_ref = loop;
+    wheel_slots = (size_t)cfg.stream_ping_seconds * 1000 / WHEEL_TICK_MS;
+    wheel_spread = wheel_slots / 4 < WHEEL_SPREAD_MAX ? (unsigned)(wheel_slots / 4) : WHEEL_SPREAD_MAX;
+    wheel = xcalloc(wheel_slots, sizeof(*wheel));
+    wheel_count = xcalloc(wheel_slots, sizeof(*wheel_count));
     redis_set_message_handler(on_message, NULL);
     redis_set_subscribed_handler(on_subscribed, NULL);
     uv_idle_init(loop, &fan_idle);
@@ -1609,9 +1615,13 @@ void streams_shutdown(void)
         uv_close((uv_handle_t *)&tick_timer, NULL);
         timer_running = false;
     }
-    for (int i = 0; i < WHEEL_SLOTS; i++)
+    for (size_t i = 0; wheel && i < wheel_slots; i++)
         while (wheel[i])
             stream_close(wheel[i]);
+    free(wheel);
+    free(wheel_count);
+    wheel = NULL;
+    wheel_count = NULL;
     /* Closing every stream released every channel and with it the events left to write. */
     if (fan_idle_ready) {
         uv_idle_stop(&fan_idle);

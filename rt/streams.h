@@ -38,7 +38,6 @@
 /* The kernel's send buffer of a stream (doubled by Linux). Left to autotuning it grew to several
  * MiB for a client that never reads, before STREAM_MAX_PENDING saw a byte; events are small. */
 #define STREAM_SNDBUF (64 * 1024)
-#define STREAM_PING_SECONDS 25
 
 typedef enum stream_kind {
     STREAM_MENTORSHIP,

@@ -101,6 +101,9 @@ BAD = [
     ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "thirty"}),
     ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "0"}),
     ("SESSION_ABSOLUTE_DAYS", {"SESSION_ABSOLUTE_DAYS": "30d"}),
+    # Past 30 s presence (60 s after the last ping) would lapse between pings.
+    ("STREAM_PING_SECONDS", {"STREAM_PING_SECONDS": "31"}),
+    ("STREAM_PING_SECONDS", {"STREAM_PING_SECONDS": "1"}),
 ]
 
 
