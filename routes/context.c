@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -267,9 +267,7 @@ static void on_caller_row(http_req_t *req, const ctx_row_t *r)
     long long expires_ms = r->v[CONTEXT_CALLER_SESSION_EXPIRES_MS]
                                ? strtoll(r->v[CONTEXT_CALLER_SESSION_EXPIRES_MS], NULL, 10)
                                : 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long now_ms = wall_ms();
     /* A session at its absolute cap has nothing to gain from a refresh. */
     long long cap_ms = r->v[CONTEXT_CALLER_SESSION_CAP_MS]
                            ? strtoll(r->v[CONTEXT_CALLER_SESSION_CAP_MS], NULL, 10)

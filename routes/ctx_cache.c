@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/hash.h"
 #include "core/http.h"
@@ -99,13 +99,6 @@ static bool usable(void)
 static bool lease_held(void)
 {
     return lease_sent_ns && uv_hrtime() - lease_sent_ns <= (uint64_t)LEASE_MS * 1000000u;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 unsigned ctx_cache_gen(void)

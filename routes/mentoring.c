@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -97,13 +97,6 @@ static const char *jstr(json_t *o, const char *key)
 const char *mentoring_session_link(http_req_t *req, const char *session_id)
 {
     return arena_printf(&req->arena, "%s/sessions/%s", cfg.frontend_url, session_id);
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The invitation of one notice element, for its recipient's language (arena), or NULL. */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -59,13 +60,6 @@ static void patch_session(http_req_t *req);
 static void delete_session(http_req_t *req);
 static void video_token(http_req_t *req);
 static void react(http_req_t *req);
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- list ---- */
 
@@ -243,7 +237,7 @@ static const char *field_future_time(http_req_t *req, json_t *body, verr_t *v, b
         verr_add(v, "scheduledAt", "must be an ISO 8601 date-time with a time zone");
         return NULL;
     }
-    if (ms <= now_ms()) {
+    if (ms <= wall_ms()) {
         verr_add(v, "scheduledAt", "must be in the future");
         return NULL;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "core/clock.h"
 #include "core/hash.h"
 #include "core/http.h"
 #include "core/mem.h"
@@ -23,17 +24,10 @@ typedef struct slot {
 
 static slot_t cache[CACHE_SLOTS];
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void presence_heartbeat(const char *user_id)
 {
     char now[24];
-    snprintf(now, sizeof(now), "%llu", (unsigned long long)now_ms());
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
     redis_command(NULL, NULL, "SET presence:%s %s EX %d", user_id, now, ONLINE_TTL);
     redis_command(NULL, NULL, "SET lastseen:%s %s EX %d", user_id, now, LASTSEEN_TTL);
 }
@@ -42,7 +36,7 @@ void presence_touch(const char *user_id)
 {
     if (strlen(user_id) >= sizeof(cache[0].user_id)) return;
     slot_t *s = &cache[fnv1a(user_id) % CACHE_SLOTS];
-    uint64_t now = now_ms();
+    uint64_t now = (uint64_t)wall_ms();
     if (strcmp(s->user_id, user_id) == 0 && now - s->at_ms < THROTTLE_MS) return;
     strcpy(s->user_id, user_id);
     s->at_ms = now;

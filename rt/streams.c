@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -35,8 +35,9 @@
 /* Pings: a 100 ms tick walks a wheel of one slot per tick of the ping interval
  * (cfg.stream_ping_seconds: 250 slots for 25 s). A new stream takes the emptiest slot whose first
  * visit is at most 1.5 s (a quarter of a short interval) early, so streams opened together (a
- * reconnect storm: 19,900 in 4 s) are spread over many ticks instead of being pinged in one go. With 1-second slots a
- * tick pinged 5,000 streams at once here, holding every event behind it for up to 100 ms. */
+ * reconnect storm: 19,900 in 4 s) are spread over many ticks instead of being pinged in one go.
+ * With 1-second slots a tick pinged 5,000 streams at once here, holding every event behind it for
+ * up to 100 ms. */
 #define WHEEL_TICK_MS 100
 #define WHEEL_SPREAD_MAX 15 /* candidate slots: the first ping 1.5 s early at most */
 #define SUBS_PER_STREAM 2
@@ -155,11 +156,11 @@ struct stream {
 static uv_loop_t *loop_ref;
 static uv_timer_t tick_timer;
 static bool timer_running;
-static uint64_t tick; /* 100 ms ticks since start */
-static stream_t **wheel;       /* wheel_slots lists */
-static size_t *wheel_count;    /* streams per slot */
-static size_t wheel_slots;     /* cfg.stream_ping_seconds of ticks */
-static unsigned wheel_spread;  /* WHEEL_SPREAD_MAX, or a quarter of a short wheel */
+static uint64_t tick;         /* 100 ms ticks since start */
+static stream_t **wheel;      /* wheel_slots lists */
+static size_t *wheel_count;   /* streams per slot */
+static size_t wheel_slots;    /* cfg.stream_ping_seconds of ticks */
+static unsigned wheel_spread; /* WHEEL_SPREAD_MAX, or a quarter of a short wheel */
 static size_t nstreams;
 
 static streams_fanout_stats_t fanout;
@@ -356,13 +357,6 @@ static void heap_remove(stream_t *s)
     heap_set(i, last);
     heap_sift_up(i);
     heap_sift_down(last->hidx);
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Closes every stream whose session has expired. */
@@ -1591,7 +1585,8 @@ void streams_init(uv_loop_t *loop)
 {
     loop_ref = loop;
     wheel_slots = (size_t)cfg.stream_ping_seconds * 1000 / WHEEL_TICK_MS;
-    wheel_spread = wheel_slots / 4 < WHEEL_SPREAD_MAX ? (unsigned)(wheel_slots / 4) : WHEEL_SPREAD_MAX;
+    wheel_spread =
+        wheel_slots / 4 < WHEEL_SPREAD_MAX ? (unsigned)(wheel_slots / 4) : WHEEL_SPREAD_MAX;
     wheel = xcalloc(wheel_slots, sizeof(*wheel));
     wheel_count = xcalloc(wheel_slots, sizeof(*wheel_count));
     redis_set_message_handler(on_message, NULL);
