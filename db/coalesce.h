@@ -27,6 +27,9 @@
  *     callers of one statement that came back (a coalesced read) add their next step in one
  *     turn, and a statement of one caller would take a slot for a whole round trip.
  *   In both modes a key whose waiting callers reach batch_max, with a slot free, goes at once.
+ *   Once db_shutdown began, callers go at once (and fail), not at the end of the turn: those
+ *   that waited for a statement it fails are answered before it returns (main.c then closes
+ *   every handle, the check among them).
  * Keys are strings (a mentorship id, "" for one global group); each has its own entry, found
  * through a hash table of `slots` buckets whose entries chain, so keys that share a bucket
  * never wait on each other. An entry is freed once nothing of its key waits or is in flight.

@@ -42,6 +42,9 @@ void db_shutdown(void);
 uv_loop_t *db_loop(void);
 /* True when at least one connection is up. */
 bool db_available(void);
+/* True from db_init until db_shutdown begins: statements are taken (a statement given outside
+ * fails, its callback deferred). */
+bool db_running(void);
 /* Pool figures for /metrics: connections by state, statements waiting for a connection, and
  * connections lost since start. */
 typedef struct db_pool_stats {

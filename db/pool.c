@@ -1046,6 +1046,11 @@ void db_pool_stats(db_pool_stats_t *out)
     out->reconnects = reconnects;
 }
 
+bool db_running(void)
+{
+    return pool.state == POOL_RUNNING;
+}
+
 bool db_available(void)
 {
     return pool.state == POOL_RUNNING &&

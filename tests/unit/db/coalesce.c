@@ -429,6 +429,34 @@ static void test_inflight_turn_group(void **state)
     assert_string_equal(got[4].v, "e");
 }
 
+/* ---- shutdown ---- */
+
+/* db_shutdown answers every caller before it returns: it fails the statement in flight, and
+ * the caller that waited for it must go then (and fail at once), not at the end of a loop turn
+ * that never comes: main.c closes every handle right after db_shutdown, the coalescer's check
+ * among them. */
+static void test_shutdown_with_callers_waiting(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_INFLIGHT, 1, 1, 0);
+    expected = 99;
+    add_echo(0, "k", "a"); /* a full group of one: in flight at once */
+    add_echo(1, "k", "b"); /* waits for it */
+    assert_int_equal(db_coalesce_inflight(co), 1);
+    assert_int_equal(db_coalesce_waiting(co), 1);
+    db_shutdown();
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_false(got[i].ok);
+    }
+    assert_int_equal(db_coalesce_waiting(co), 0);
+    assert_int_equal(db_coalesce_inflight(co), 0);
+    on_finish(&finisher);
+    loop_run();
+}
+
 /* ---- callers that no longer want an answer ---- */
 
 static bool gone_flag[MAXC];
@@ -480,6 +508,7 @@ int main(void)
         cmocka_unit_test_teardown(test_inflight_limit, teardown),
         cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
         cmocka_unit_test_teardown(test_gone, teardown),
+        cmocka_unit_test_teardown(test_shutdown_with_callers_waiting, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
