@@ -90,5 +90,5 @@ void db_coalesce_add(db_coalesce_t *c, const char *key, const char *const *param
 /* Statements of this coalescer in flight and callers waiting (tests, metrics). */
 int db_coalesce_inflight(const db_coalesce_t *c);
 int db_coalesce_waiting(const db_coalesce_t *c);
-/* Frees a coalescer with nothing waiting or in flight (its uv_check handle closes). */
+/* Frees a coalescer with nothing waiting or in flight (its check and idle handles close). */
 void db_coalesce_free(db_coalesce_t *c);
