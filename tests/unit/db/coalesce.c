@@ -32,14 +32,19 @@ static void on_watchdog(uv_timer_t *t)
     fail_msg("test timed out");
 }
 
-static void loop_start(void)
+static void loop_start_pool(int conns)
 {
     assert_int_equal(uv_loop_init(&loop), 0);
     loop_open = true;
     uv_timer_init(&loop, &watchdog);
     uv_timer_start(&watchdog, on_watchdog, WATCHDOG_MS, 0);
     uv_timer_init(&loop, &finisher);
-    assert_int_equal(db_init(&loop, db_url, 4), 0);
+    assert_int_equal(db_init(&loop, db_url, conns), 0);
+}
+
+static void loop_start(void)
+{
+    loop_start_pool(4);
 }
 
 static void on_finish(uv_timer_t *t)
@@ -394,6 +399,35 @@ static void test_inflight_limit(void **state)
     }
 }
 
+/* Two statements of a key sent in one turn ahead of the queue (opts.first, as chat inserts):
+ * the full group at once, the rest at the end of the turn. On a pool of one connection, not up
+ * yet, both wait for it; the second, queued ahead of the first, ran first and its callers were
+ * answered (and, for chat posts, committed) before the callers who came before them. */
+static void test_first_statements_keep_the_callers_order(void **state)
+{
+    (void)state;
+    reset();
+    loop_start_pool(1);
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_ECHO,
+                                               .nparams = 2,
+                                               .ord_col = ECHO_ORD,
+                                               .mode = DB_COALESCE_INFLIGHT,
+                                               .inflight_max = 2,
+                                               .batch_max = 3,
+                                               .first = true});
+    expected = 5;
+    const char *v[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        add_echo(i, "k", v[i]);
+    loop_run();
+    long long n[] = {3, 3, 3, 2, 2};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_int_equal(got[i].n, n[i]);
+        assert_int_equal(got[i].seq, i);
+    }
+}
+
 /* The callers of one turn go in one statement even with slots free: sending the first at once
  * left it alone in a statement and the next ones to the next, so that under load most
  * statements carried one caller. The same holds for the callers added while a statement's
@@ -507,6 +541,7 @@ int main(void)
         cmocka_unit_test_teardown(test_turn_full_group, teardown),
         cmocka_unit_test_teardown(test_inflight_limit, teardown),
         cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
+        cmocka_unit_test_teardown(test_first_statements_keep_the_callers_order, teardown),
         cmocka_unit_test_teardown(test_gone, teardown),
         cmocka_unit_test_teardown(test_shutdown_with_callers_waiting, teardown),
     };
