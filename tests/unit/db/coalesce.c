@@ -372,6 +372,42 @@ static void test_turn_full_group(void **state)
     assert_int_equal(got[2].n, 1);
 }
 
+/* A caller added outside the I/O phase (here a timer, with the pool's connections up and
+ * idle) goes at the end of that turn: without the idle handle the loop waited in poll first,
+ * until the next event (the pool's janitor, every 500 ms). */
+static uv_timer_t later;
+static uint64_t added_at, answered_at;
+
+static void on_timed_row(db_result_t *r, int row, void *data)
+{
+    answered_at = uv_hrtime();
+    uv_close((uv_handle_t *)&later, NULL); /* not before: a closing handle ends the wait too */
+    on_row(r, row, data);
+}
+
+static void on_later(uv_timer_t *t)
+{
+    (void)t;
+    added_at = uv_hrtime();
+    const char *params[] = {"", "a"};
+    db_coalesce_add(co, "", params, on_timed_row, &got[0]);
+}
+
+static void test_add_from_a_timer_does_not_wait_for_an_event(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 16, 0);
+    expected = 1;
+    uv_timer_init(&loop, &later);
+    uv_timer_start(&later, on_later, 700, 0); /* the connections are up by then */
+    loop_run();
+    assert_int_equal(got[0].calls, 1);
+    assert_true(got[0].ok);
+    assert_true(answered_at - added_at < 150 * 1000000ULL);
+}
+
 /* ---- in flight per key ---- */
 
 static void test_inflight_limit(void **state)
@@ -539,6 +575,7 @@ int main(void)
         cmocka_unit_test_teardown(test_shared_slot_inflight, teardown),
         cmocka_unit_test_teardown(test_turn_flush, teardown),
         cmocka_unit_test_teardown(test_turn_full_group, teardown),
+        cmocka_unit_test_teardown(test_add_from_a_timer_does_not_wait_for_an_event, teardown),
         cmocka_unit_test_teardown(test_inflight_limit, teardown),
         cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
         cmocka_unit_test_teardown(test_first_statements_keep_the_callers_order, teardown),
