@@ -183,7 +183,7 @@ static void send_alone(db_coalesce_t *c, caller_t *k)
     batch_send(c, b);
 }
 
-static void turn_list(db_coalesce_t *c, entry_t *e);
+static void turn_list_or_send(db_coalesce_t *c, entry_t *e, bool check_gone);
 
 /* What follows a statement of the key: in DB_COALESCE_INFLIGHT the callers that waited go at
  * the end of this turn, with those that the turn adds (the callers of one statement that came
@@ -191,7 +191,7 @@ static void turn_list(db_coalesce_t *c, entry_t *e);
 static void entry_after(db_coalesce_t *c, entry_t *e)
 {
     e->inflight--;
-    if (c->o.mode == DB_COALESCE_INFLIGHT && e->head) turn_list(c, e);
+    if (c->o.mode == DB_COALESCE_INFLIGHT && e->head) turn_list_or_send(c, e, true);
     entry_release(c, e);
 }
 
@@ -290,6 +290,19 @@ static void turn_list(db_coalesce_t *c, entry_t *e)
     }
 }
 
+/* turn_list, or, once db_shutdown began, the key's callers go now (and fail): nothing would run
+ * the check any more (main.c closes every handle right after db_shutdown, and the check never
+ * keeps the loop alive), and db_shutdown delivers what fails inside it before it returns. */
+static void turn_list_or_send(db_coalesce_t *c, entry_t *e, bool check_gone)
+{
+    if (db_running()) {
+        turn_list(c, e);
+        return;
+    }
+    while (e->head && (c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max))
+        entry_send(c, e, check_gone);
+}
+
 /* ---- API ---- */
 
 db_coalesce_t *db_coalesce_new(const db_coalesce_opts_t *opts)
@@ -325,7 +338,7 @@ void db_coalesce_add(db_coalesce_t *c, const char *key, const char *const *param
         entry_send(c, e, false); /* a full group goes at once */
         return;
     }
-    turn_list(c, e);
+    turn_list_or_send(c, e, false);
 }
 
 int db_coalesce_inflight(const db_coalesce_t *c)

@@ -27,6 +27,9 @@
  *     callers of one statement that came back (a coalesced read) add their next step in one
  *     turn, and a statement of one caller would take a slot for a whole round trip.
  *   In both modes a key whose waiting callers reach batch_max, with a slot free, goes at once.
+ *   Once db_shutdown began, callers go at once (and fail), not at the end of the turn: those
+ *   that waited for a statement it fails are answered before it returns (main.c then closes
+ *   every handle, the check among them).
  * Keys are strings (a mentorship id, "" for one global group); each has its own entry, found
  * through a hash table of `slots` buckets whose entries chain, so keys that share a bucket
  * never wait on each other. An entry is freed once nothing of its key waits or is in flight.
@@ -87,5 +90,5 @@ void db_coalesce_add(db_coalesce_t *c, const char *key, const char *const *param
 /* Statements of this coalescer in flight and callers waiting (tests, metrics). */
 int db_coalesce_inflight(const db_coalesce_t *c);
 int db_coalesce_waiting(const db_coalesce_t *c);
-/* Frees a coalescer with nothing waiting or in flight (its uv_check handle closes). */
+/* Frees a coalescer with nothing waiting or in flight (its check and idle handles close). */
 void db_coalesce_free(db_coalesce_t *c);

@@ -42,6 +42,9 @@ void db_shutdown(void);
 uv_loop_t *db_loop(void);
 /* True when at least one connection is up. */
 bool db_available(void);
+/* True from db_init until db_shutdown begins: statements are taken (a statement given outside
+ * fails, its callback deferred). */
+bool db_running(void);
 /* Pool figures for /metrics: connections by state, statements waiting for a connection, and
  * connections lost since start. */
 typedef struct db_pool_stats {
@@ -52,8 +55,9 @@ void db_pool_stats(db_pool_stats_t *out);
 
 /* One statement in autocommit mode on any free connection. */
 void db_query(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);
-/* The same, ahead of every statement waiting for a connection: for a statement that takes a row
- * lock other requests queue on (chat post batches), whose wait would hold them all up. */
+/* The same, ahead of every statement waiting for a connection except those queued first before
+ * it (they keep their order): for a statement that takes a row lock other requests queue on
+ * (chat post batches), whose wait would hold them all up. */
 void db_query_first(const char *sql, int nparams, const char *const *values, db_cb cb, void *data);
 
 /* Transactions: db_tx_begin takes a connection for the caller alone and runs BEGIN; the callback

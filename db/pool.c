@@ -72,6 +72,7 @@ struct db_job {
     uint64_t queued_at;
     bool awaiting_prepare; /* the next result answers this job's Parse */
     bool rolled_back;      /* a COMMIT sent as ROLLBACK because the tx had failed */
+    bool first;            /* queued by db_query_first */
     /* outcome */
     PGresult *res;
     bool conn_lost;
@@ -564,9 +565,16 @@ static void queue_push_at(db_job_t *job, bool first)
     }
     job->queued_at = uv_now(pool.loop);
     job->next = NULL;
+    job->first = first;
     if (first && pool.queue) {
-        job->next = pool.queue;
-        pool.queue = job;
+        /* Ahead of the others, behind those queued first before it: two statements of one
+         * coalesced key sent together would otherwise run in reverse (db/coalesce.h). */
+        db_job_t **link = &pool.queue;
+        while (*link && (*link)->first)
+            link = &(*link)->next;
+        job->next = *link;
+        *link = job;
+        if (!job->next) pool.queue_end = job;
     } else if (pool.queue_end) {
         pool.queue_end->next = job;
         pool.queue_end = job;
@@ -1044,6 +1052,11 @@ void db_pool_stats(db_pool_stats_t *out)
     out->broken = pool.lists[DB_CONN_STATE_BROKEN].n + pool.lists[DB_CONN_STATE_CONNECTING].n;
     out->queued = pool.queued;
     out->reconnects = reconnects;
+}
+
+bool db_running(void)
+{
+    return pool.state == POOL_RUNNING;
 }
 
 bool db_available(void)

@@ -464,8 +464,9 @@ static void list_messages(http_req_t *req)
  *     this worker, those of other workers) that share a mentorship wait for each other and
  *     never deadlock; posts of one mentorship commit in createdAt order. Two in flight, not
  *     one: the second waits on the clock rows inside PostgreSQL and starts the moment the first
- *     commits, instead of after its answer has come back and been handled. A lone post goes at
- *     once, so it waits for nothing. When a group fails (a reply target or a sender removed
+ *     commits, instead of after its answer has come back and been handled. The posts whose access
+ *     reads came back in one loop turn go together at its end (a lone post waits for nothing
+ *     but that turn's other callbacks). When a group fails (a reply target or a sender removed
  *     meanwhile), each of its posts is sent again alone and gets its own answer.
  *
  * The answer (201) and the events leave after the insert committed; the push rows are queued

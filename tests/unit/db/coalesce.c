@@ -32,14 +32,19 @@ static void on_watchdog(uv_timer_t *t)
     fail_msg("test timed out");
 }
 
-static void loop_start(void)
+static void loop_start_pool(int conns)
 {
     assert_int_equal(uv_loop_init(&loop), 0);
     loop_open = true;
     uv_timer_init(&loop, &watchdog);
     uv_timer_start(&watchdog, on_watchdog, WATCHDOG_MS, 0);
     uv_timer_init(&loop, &finisher);
-    assert_int_equal(db_init(&loop, db_url, 4), 0);
+    assert_int_equal(db_init(&loop, db_url, conns), 0);
+}
+
+static void loop_start(void)
+{
+    loop_start_pool(4);
 }
 
 static void on_finish(uv_timer_t *t)
@@ -367,6 +372,42 @@ static void test_turn_full_group(void **state)
     assert_int_equal(got[2].n, 1);
 }
 
+/* A caller added outside the I/O phase (here a timer, with the pool's connections up and
+ * idle) goes at the end of that turn: without the idle handle the loop waited in poll first,
+ * until the next event (the pool's janitor, every 500 ms). */
+static uv_timer_t later;
+static uint64_t added_at, answered_at;
+
+static void on_timed_row(db_result_t *r, int row, void *data)
+{
+    answered_at = uv_hrtime();
+    uv_close((uv_handle_t *)&later, NULL); /* not before: a closing handle ends the wait too */
+    on_row(r, row, data);
+}
+
+static void on_later(uv_timer_t *t)
+{
+    (void)t;
+    added_at = uv_hrtime();
+    const char *params[] = {"", "a"};
+    db_coalesce_add(co, "", params, on_timed_row, &got[0]);
+}
+
+static void test_add_from_a_timer_does_not_wait_for_an_event(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_TURN, 1, 16, 0);
+    expected = 1;
+    uv_timer_init(&loop, &later);
+    uv_timer_start(&later, on_later, 700, 0); /* the connections are up by then */
+    loop_run();
+    assert_int_equal(got[0].calls, 1);
+    assert_true(got[0].ok);
+    assert_true(answered_at - added_at < 150 * 1000000ULL);
+}
+
 /* ---- in flight per key ---- */
 
 static void test_inflight_limit(void **state)
@@ -389,6 +430,35 @@ static void test_inflight_limit(void **state)
     for (int i = 0; i < 5; i++) {
         assert_int_equal(got[i].calls, 1);
         assert_string_equal(got[i].v, v[i]);
+        assert_int_equal(got[i].n, n[i]);
+        assert_int_equal(got[i].seq, i);
+    }
+}
+
+/* Two statements of a key sent in one turn ahead of the queue (opts.first, as chat inserts):
+ * the full group at once, the rest at the end of the turn. On a pool of one connection, not up
+ * yet, both wait for it; the second, queued ahead of the first, ran first and its callers were
+ * answered (and, for chat posts, committed) before the callers who came before them. */
+static void test_first_statements_keep_the_callers_order(void **state)
+{
+    (void)state;
+    reset();
+    loop_start_pool(1);
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_ECHO,
+                                               .nparams = 2,
+                                               .ord_col = ECHO_ORD,
+                                               .mode = DB_COALESCE_INFLIGHT,
+                                               .inflight_max = 2,
+                                               .batch_max = 3,
+                                               .first = true});
+    expected = 5;
+    const char *v[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        add_echo(i, "k", v[i]);
+    loop_run();
+    long long n[] = {3, 3, 3, 2, 2};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(got[i].calls, 1);
         assert_int_equal(got[i].n, n[i]);
         assert_int_equal(got[i].seq, i);
     }
@@ -427,6 +497,34 @@ static void test_inflight_turn_group(void **state)
         assert_int_equal(got[i].n, n[i]);
     }
     assert_string_equal(got[4].v, "e");
+}
+
+/* ---- shutdown ---- */
+
+/* db_shutdown answers every caller before it returns: it fails the statement in flight, and
+ * the caller that waited for it must go then (and fail at once), not at the end of a loop turn
+ * that never comes: main.c closes every handle right after db_shutdown, the coalescer's check
+ * among them. */
+static void test_shutdown_with_callers_waiting(void **state)
+{
+    (void)state;
+    reset();
+    loop_start();
+    co = echo_new(DB_COALESCE_INFLIGHT, 1, 1, 0);
+    expected = 99;
+    add_echo(0, "k", "a"); /* a full group of one: in flight at once */
+    add_echo(1, "k", "b"); /* waits for it */
+    assert_int_equal(db_coalesce_inflight(co), 1);
+    assert_int_equal(db_coalesce_waiting(co), 1);
+    db_shutdown();
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_false(got[i].ok);
+    }
+    assert_int_equal(db_coalesce_waiting(co), 0);
+    assert_int_equal(db_coalesce_inflight(co), 0);
+    on_finish(&finisher);
+    loop_run();
 }
 
 /* ---- callers that no longer want an answer ---- */
@@ -477,9 +575,12 @@ int main(void)
         cmocka_unit_test_teardown(test_shared_slot_inflight, teardown),
         cmocka_unit_test_teardown(test_turn_flush, teardown),
         cmocka_unit_test_teardown(test_turn_full_group, teardown),
+        cmocka_unit_test_teardown(test_add_from_a_timer_does_not_wait_for_an_event, teardown),
         cmocka_unit_test_teardown(test_inflight_limit, teardown),
         cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
+        cmocka_unit_test_teardown(test_first_statements_keep_the_callers_order, teardown),
         cmocka_unit_test_teardown(test_gone, teardown),
+        cmocka_unit_test_teardown(test_shutdown_with_callers_waiting, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
