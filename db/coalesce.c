@@ -175,8 +175,17 @@ static void entry_send(db_coalesce_t *c, entry_t *e, bool check_gone)
     batch_send(c, b);
 }
 
+/* Sends k alone (a retry), after answering with r == NULL those at the head of its chain that no
+ * longer want an answer, as a group's sending does. */
 static void send_alone(db_coalesce_t *c, caller_t *k)
 {
+    while (k && c->o.gone && c->o.gone(k->data)) {
+        caller_t *next = k->next;
+        k->cb(NULL, -1, k->data);
+        free(k);
+        k = next;
+    }
+    if (!k) return;
     batch_t *b = xcalloc(1, sizeof(*b) + sizeof(caller_t *));
     b->c = c;
     b->items[b->n++] = k;

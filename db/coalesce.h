@@ -38,7 +38,9 @@
  * retry_alone: a group of more than one that failed other than by a lost connection is sent
  * again caller by caller, each alone (arrays of one) once the one before it answered, in the
  * group's order, and each caller gets its own answer (one caller's bad row, such as a foreign
- * key that went away, then fails that caller only).
+ * key that went away, then fails that caller only). A caller whose turn comes after it no longer
+ * wants an answer (`gone`) is skipped, as in a group. The retries, one statement at a time, are
+ * not counted against inflight_max: while they run, their key may have one more in flight.
  *
  * Parameter strings must stay valid until the caller's callback ran (they are read when the
  * group is sent). Callbacks run from the pool's callback (db.h), in the callers' order; the

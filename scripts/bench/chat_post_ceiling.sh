@@ -40,6 +40,10 @@ if [ "${SPREAD:-0}" = 1 ]; then
     ORDER="ORDER BY g"
 else
     : "${MENTORSHIP:?set MENTORSHIP (or SPREAD=1)}"
+    # Otherwise the arrays would be NULL and the ceiling that of empty statements.
+    found=$(echo "SELECT count(*) FROM bench_chat_pairs WHERE mentorship::text = :'m'" |
+        psql -X -tAq -v ON_ERROR_STOP=1 -v m="$MENTORSHIP" -d "$DATABASE_URL") || exit 1
+    [ "$found" = 1 ] || { echo "MENTORSHIP $MENTORSHIP is not an active mentorship" >&2; exit 1; }
     total=1
     PICK="FROM generate_series(0, :n - 1) g JOIN bench_chat_pairs p ON p.mentorship = '$MENTORSHIP'"
     ORDER="ORDER BY g"

@@ -559,6 +559,44 @@ static void test_gone(void **state)
     assert_string_equal(got[2].v, "c");
 }
 
+/* A caller that leaves while its group's retries run is skipped when its turn comes. */
+static void on_retry_row(db_result_t *r, int row, void *data)
+{
+    on_row(r, row, data);
+    if ((got_t *)data == &got[0]) gone_flag[2] = true; /* the third leaves meanwhile */
+}
+
+static void test_retry_alone_skips_the_gone(void **state)
+{
+    (void)state;
+    reset();
+    memset(gone_flag, 0, sizeof(gone_flag));
+    loop_start();
+    co = db_coalesce_new(&(db_coalesce_opts_t){.sql = SQL_DIV,
+                                               .nparams = 1,
+                                               .ord_col = 1,
+                                               .mode = DB_COALESCE_TURN,
+                                               .batch_max = 8,
+                                               .retry_alone = true,
+                                               .gone = is_gone});
+    expected = 4;
+    const char *v[] = {"1", "0", "2", "5"};
+    for (int i = 0; i < 4; i++) {
+        const char *params[] = {v[i]};
+        db_coalesce_add(co, "", params, on_retry_row, &got[i]);
+    }
+    loop_run();
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(got[i].calls, 1);
+        assert_int_equal(got[i].seq, i);
+    }
+    assert_true(got[0].ok);
+    assert_false(got[1].ok);
+    assert_true(got[2].unsent); /* not sent again */
+    assert_true(got[3].ok);
+    assert_string_equal(got[3].v, "2");
+}
+
 int main(void)
 {
     db_url = getenv("COACHD_TEST_DATABASE_URL");
@@ -580,6 +618,7 @@ int main(void)
         cmocka_unit_test_teardown(test_inflight_turn_group, teardown),
         cmocka_unit_test_teardown(test_first_statements_keep_the_callers_order, teardown),
         cmocka_unit_test_teardown(test_gone, teardown),
+        cmocka_unit_test_teardown(test_retry_alone_skips_the_gone, teardown),
         cmocka_unit_test_teardown(test_shutdown_with_callers_waiting, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
