@@ -175,6 +175,15 @@ static void entry_send(db_coalesce_t *c, entry_t *e, bool check_gone)
     batch_send(c, b);
 }
 
+/* The key's waiting callers, in statements of up to batch_max: all of them (TURN), or as many
+ * statements as the key may still have in flight (INFLIGHT; the rest wait for one to come
+ * back). */
+static void entry_send_waiting(db_coalesce_t *c, entry_t *e, bool check_gone)
+{
+    while (e->head && (c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max))
+        entry_send(c, e, check_gone);
+}
+
 /* Sends k alone (a retry), after answering with r == NULL those at the head of its chain that no
  * longer want an answer, as a group's sending does. */
 static void send_alone(db_coalesce_t *c, caller_t *k)
@@ -260,10 +269,7 @@ static void on_check(uv_check_t *h)
         list = e->turn_next;
         e->turn_next = NULL;
         e->listed = false;
-        /* TURN: every waiting caller; INFLIGHT: as many statements as the key may have in
-         * flight, the rest wait for one to come back. */
-        while (e->head && (c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max))
-            entry_send(c, e, true);
+        entry_send_waiting(c, e, true);
         entry_release(c, e);
     }
 }
@@ -308,8 +314,7 @@ static void turn_list_or_send(db_coalesce_t *c, entry_t *e, bool check_gone)
         turn_list(c, e);
         return;
     }
-    while (e->head && (c->o.mode == DB_COALESCE_TURN || e->inflight < c->o.inflight_max))
-        entry_send(c, e, check_gone);
+    entry_send_waiting(c, e, check_gone);
 }
 
 /* ---- API ---- */
