@@ -461,6 +461,8 @@ int config_load(void)
     cfg.calendar_feed_days_before = config_int("CALENDAR_FEED_DAYS_BEFORE", 30, 0, 3650);
     cfg.calendar_feed_days_after = config_int("CALENDAR_FEED_DAYS_AFTER", 365, 1, 3650);
     cfg.calendar_feed_refresh_minutes = config_int("CALENDAR_FEED_REFRESH_MINUTES", 60, 5, 10080);
+    cfg.calendar_feed_memory_max =
+        config_int("CALENDAR_FEED_MEMORY_MAX", 64 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024);
     return rc != 0 || config_errors ? -1 : 0;
 }
 

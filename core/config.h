@@ -62,8 +62,10 @@ typedef struct config {
     char session_absolute_text[32];
     /* CALENDAR_FEED_DAYS_BEFORE (30), CALENDAR_FEED_DAYS_AFTER (365): the window of sessions a
      * calendar feed serves around now; CALENDAR_FEED_REFRESH_MINUTES (60): the refresh hint in it
-     * (routes/calendar.c). */
+     * (routes/calendar.c); CALENDAR_FEED_MEMORY_MAX (64 MiB): bytes of feeds (their rows and
+     * rendered bodies) one worker holds while rendering and sending them. */
     int calendar_feed_days_before, calendar_feed_days_after, calendar_feed_refresh_minutes;
+    int calendar_feed_memory_max;
     /* TWO_FACTOR_ENCRYPTION_KEY: 64 hex digits, the AES-256-GCM key of TOTP secrets at rest
      * (routes/two_factor.c). Unset: development derives a fixed key, production offers no
      * two-factor setup (503) until it is set. */

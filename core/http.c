@@ -10,10 +10,13 @@
  *
  * Timers (one uv_timer_t per connection): 60 s idle between requests, 30 s for a whole head
  * (a dribbling client does not reset it), 30 s between body reads (at most
- * REQUEST_TIMEOUT_SECONDS), 60 s for a response the client does not read. A streaming answer (SSE,
- * download) has a write deadline instead: while it holds unflushed bytes, a tick every quarter of
- * STREAM_WRITE_TIMEOUT_SECONDS checks that some were flushed since the last one, and closes it
- * after a whole deadline without progress. The same timer runs a stream's drain callback and the
+ * REQUEST_TIMEOUT_SECONDS), and STREAM_WRITE_TIMEOUT_SECONDS without progress for a response
+ * the client does not read: a whole answer is closed when its timer finds nothing delivered
+ * since the last one (conn_delivered), and a slow reader that keeps reading gets a large answer
+ * whole (a calendar feed is megabytes). A streaming answer (SSE, download) has the same write
+ * deadline, watched differently: while it holds unflushed bytes, a tick every quarter of the
+ * deadline checks that some were delivered since the last one, and closes it after a whole
+ * deadline without progress. The same timer runs a stream's drain callback and the
  * release of its head on the next loop turn.
  *
  * Ownership: http_conn_t is freed only in its uv_close callback. The connection holds one
@@ -24,11 +27,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/sockios.h>
 #include <llhttp.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +54,6 @@
 #define IDLE_TIMEOUT_MS 60000
 #define HEAD_TIMEOUT_MS 30000
 #define BODY_TIMEOUT_MS 30000
-#define WRITE_TIMEOUT_MS 60000
 /* Lingering close (docs/api.md "Limits"): after answering a request whose body was not read,
  * read and discard up to this much for up to this long, so the client sees the answer, not a
  * reset. */
@@ -104,8 +108,10 @@ struct http_conn {
     size_t linger_bytes;
     size_t stream_pending;
     int writes_in_flight;
-    /* Stream write deadline: bytes handed to uv_write so far, the flushed count seen at the
-     * last tick, and when it last moved (loop time). */
+    /* Write deadline: bytes written at once (uv_try_write) and handed to uv_write so far, the
+     * delivered count (conn_delivered) seen at the last tick, and when it last moved (loop
+     * time). */
+    uint64_t sent_total;
     uint64_t queued_total;
     uint64_t flushed_mark;
     uint64_t progress_ms;
@@ -477,6 +483,24 @@ static void conn_fail(http_conn_t *c)
     uv_timer_start(&c->timer, on_timer, 0, 0);
 }
 
+/* Bytes of the answers written on this connection that the client's side has received: given
+ * to the kernel and acknowledged (SIOCOUTQ counts the send queue's unacknowledged bytes). The
+ * write deadline watches this count, not only the worker's own queue: a reader slower than
+ * the kernel's send buffer (megabytes) takes from that buffer for a long while before the
+ * worker's queue moves, and it is reading all the same. */
+static uint64_t conn_delivered(http_conn_t *c)
+{
+    uint64_t handed = c->sent_total + c->queued_total - c->tcp.write_queue_size;
+#ifdef SIOCOUTQ
+    uv_os_fd_t fd;
+    int unacked = 0;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, SIOCOUTQ, &unacked) == 0 &&
+        unacked > 0 && (uint64_t)unacked <= handed)
+        handed -= (uint64_t)unacked;
+#endif
+    return handed;
+}
+
 /* Writes iovecs: as much as possible at once with uv_try_write, the rest with uv_write from a
  * heap copy (only the unwritten tail is copied, which is rare and small in practice). */
 static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool ends)
@@ -493,6 +517,7 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
             conn_fail(c);
             return;
         }
+        c->sent_total += (size_t)written;
     }
     if ((size_t)written == total) {
         if (ends) conn_finish_request(c);
@@ -545,7 +570,10 @@ static void conn_write(http_conn_t *c, uv_buf_t *bufs, int n, sbuf_t *sb, bool e
         conn_fail(c);
         return;
     }
-    if (c->state == CONN_WRITING) conn_arm(c, WRITE_TIMEOUT_MS);
+    if (c->state == CONN_WRITING) {
+        c->flushed_mark = conn_delivered(c);
+        conn_arm(c, stream_write_timeout_ms);
+    }
     /* Only starts the watch: conn_write runs inside the owner's calls, which must not see the
      * connection close under them (the deadline closes from on_timer). */
     if (c->state == CONN_STREAMING && !c->stream_watch) stream_watch(c);
@@ -874,7 +902,7 @@ static void stream_watch(http_conn_t *c)
         return;
     }
     uint64_t now = uv_now(loop_ref);
-    uint64_t flushed = c->queued_total - unflushed;
+    uint64_t flushed = conn_delivered(c);
     if (!c->stream_watch || flushed != c->flushed_mark) {
         c->stream_watch = true;
         c->flushed_mark = flushed;
@@ -1621,8 +1649,18 @@ static void on_timer(uv_timer_t *t)
         }
         conn_close(c);
         return;
+    case CONN_WRITING: {
+        /* Progress since the last tick (or the write) buys another deadline. */
+        uint64_t flushed = conn_delivered(c);
+        if (flushed != c->flushed_mark) {
+            c->flushed_mark = flushed;
+            conn_arm(c, stream_write_timeout_ms);
+            return;
+        }
+        conn_close(c);
+        return;
+    }
     case CONN_IDLE:
-    case CONN_WRITING:
     case CONN_LINGER:
         conn_close(c);
         return;

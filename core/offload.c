@@ -17,10 +17,12 @@
 #include "core/mem.h"
 
 /* Jobs that may wait per lane. first-run hashes only before the installation is set up (and
- * succeeds once): a few dozen is plenty. */
+ * succeeds once): a few dozen is plenty. A calendar feed holds its rows (up to a few MB) while
+ * it waits, so its lane is short: past it calendar apps get 503 and fetch again later. */
 static const int LANE_MAX[OFFLOAD_KIND_COUNT] = {
     [OFFLOAD_OTHER] = 1024,   [OFFLOAD_SIGN_IN] = 1024, [OFFLOAD_SIGN_UP] = 512,
     [OFFLOAD_PASSWORD] = 256, [OFFLOAD_ACCOUNT] = 256,  [OFFLOAD_FIRST_RUN] = 32,
+    [OFFLOAD_CALENDAR] = 64,
 };
 
 typedef struct offload {

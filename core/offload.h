@@ -1,7 +1,8 @@
 /*
- * CPU-heavy work (argon2id, large hashes) on libuv's thread pool, bound to a request. work runs
- * on a pool thread and must touch only `data`; done runs on the loop afterwards, and only while
- * the client is still there. Keep `data` in the request arena: it lives as long as the request.
+ * CPU-heavy work (argon2id, large hashes, large renders) on libuv's thread pool, bound to a
+ * request. work runs on a pool thread and must touch only `data`; done runs on the loop afterwards,
+ * and only while the client is still there. Keep `data` in the request arena: it lives as long as
+ * the request.
  */
 #pragma once
 #include "core/http.h"
@@ -19,6 +20,7 @@ typedef enum offload_kind {
     OFFLOAD_PASSWORD, /* change, reset */
     OFFLOAD_ACCOUNT,  /* accounts made by staff or through an invite */
     OFFLOAD_FIRST_RUN,
+    OFFLOAD_CALENDAR, /* calendar feeds rendered (routes/calendar.c) */
     OFFLOAD_KIND_COUNT,
 } offload_kind_t;
 

@@ -12,7 +12,8 @@
  * ahead, in the organizations where they are still an active member; cancelled ones carry
  * STATUS:CANCELLED. A user who is no longer active gets an empty calendar (their sessions
  * leave the subscribers' calendars). Its ETag is a hash of the rendered body (DTSTAMP is each
- * session's last change, not the time of the request, so an unchanged feed keeps its tag).
+ * session's last change, not the time of the request, so an unchanged feed keeps its tag); the
+ * rendering and the hash run on the thread pool.
  * Requests with an unknown token count against the auth limiter per client address (the
  * valid ones are given back), so the route cannot be used to scan for tokens.
  */
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/offload.h"
 #include "core/router.h"
 #include "db/db.h"
 #include "db/q_calendar.h"
@@ -89,6 +91,32 @@ static void feed_delete(http_req_t *req)
 
 /* ---- the feed ---- */
 
+/* A feed is rendered and hashed on the thread pool: a coach's year of sessions is megabytes of
+ * text (5,000 sessions: 4.7 MB, tens of ms of CPU), which the loop must not spend. The job owns
+ * the rows and the body; both are freed with the request's arena, whether or not the client is
+ * still there when the job ends.
+ *
+ * What the worker's feeds hold (rows while they wait and render, bodies while they are sent) is
+ * counted against CALENDAR_FEED_MEMORY_MAX: a client that asks for its feed on many connections
+ * and reads slowly or not at all (until the write deadline) would otherwise hold megabytes per
+ * connection. Past it a fetch gets 503 with Retry-After; calendar apps fetch again later. */
+typedef struct feed_render {
+    PGresult *rows;          /* taken from the callback: read only, so a pool thread may read it */
+    const char *link_prefix; /* mentoring_session_link_prefix, made on the loop */
+    int refresh_minutes;
+    growbuf_t body;
+    char etag[CRYPTO_SHA256_HEX_LEN + 3];
+    size_t counted; /* what this job adds to feeds_held (changed on the loop only) */
+} feed_render_t;
+
+static size_t feeds_held; /* bytes, this worker's feeds together */
+
+static void feed_count(feed_render_t *f, size_t now)
+{
+    feeds_held = feeds_held - f->counted + now;
+    f->counted = now;
+}
+
 static const char *col(const db_result_t *r, int row, int c)
 {
     return db_isnull(r, row, c) ? NULL : db_get(r, row, c);
@@ -97,6 +125,80 @@ static const char *col(const db_result_t *r, int row, int c)
 static void feed_not_found(http_req_t *req)
 {
     http_reply_error(req, 404, "NOT_FOUND", "Calendar feed not found");
+}
+
+/* On a pool thread: touches only the job. */
+static void feed_render_work(void *data)
+{
+    feed_render_t *f = data;
+    const db_result_t rows = {.pg = f->rows, .ok = true}, *r = &rows;
+    const char *lang = col(r, 0, CALENDAR_FEED_ROWS_USER_LANG);
+    bool es = lang && strcmp(lang, "es") == 0;
+    ical_calendar_t cal = {.name = es ? "Sesiones de mentoría" : "Mentoring sessions",
+                           .timezone = col(r, 0, CALENDAR_FEED_ROWS_USER_TZ),
+                           .refresh_minutes = f->refresh_minutes};
+    growbuf_t link = GROWBUF_INIT;
+    ical_begin(&f->body, &cal);
+    for (int i = 0; i < db_nrows(r); i++) {
+        if (db_isnull(r, i, CALENDAR_FEED_ROWS_ID)) continue; /* no sessions */
+        const char *id = db_get(r, i, CALENDAR_FEED_ROWS_ID);
+        link.len = 0;
+        growbuf_puts(&link, f->link_prefix);
+        growbuf_puts(&link, id);
+        ical_session_t s = {
+            .lang = lang,
+            .session_id = id,
+            .title = col(r, i, CALENDAR_FEED_ROWS_TITLE),
+            .notes = col(r, i, CALENDAR_FEED_ROWS_NOTES),
+            .start_text = col(r, i, CALENDAR_FEED_ROWS_START_TEXT),
+            .timezone = col(r, i, CALENDAR_FEED_ROWS_TIMEZONE),
+            .coach_name = col(r, i, CALENDAR_FEED_ROWS_COACH_NAME),
+            .coach_email = col(r, i, CALENDAR_FEED_ROWS_COACH_EMAIL),
+            .teacher_name = col(r, i, CALENDAR_FEED_ROWS_TEACHER_NAME),
+            .teacher_email = col(r, i, CALENDAR_FEED_ROWS_TEACHER_EMAIL),
+            .link = link.data,
+            .sequence = (int)db_getll(r, i, CALENDAR_FEED_ROWS_SEQUENCE, 0),
+            .duration_minutes = (int)db_getll(r, i, CALENDAR_FEED_ROWS_DURATION_MINUTES, 0),
+            .start_ms = db_getll(r, i, CALENDAR_FEED_ROWS_START_MS, 0),
+            /* DTSTAMP is the session's last change, not the time of the request, so an
+             * unchanged feed keeps its ETag. */
+            .stamp_ms = db_getll(r, i, CALENDAR_FEED_ROWS_UPDATED_MS, 0),
+            .cancelled = strcmp(db_get(r, i, CALENDAR_FEED_ROWS_STATUS), "cancelled") == 0,
+        };
+        ical_session_event(&f->body, &s);
+    }
+    growbuf_free(&link);
+    ical_end(&f->body);
+    growbuf_fit(&f->body); /* held while the client reads it */
+    char hash[CRYPTO_SHA256_HEX_LEN + 1];
+    crypto_sha256_hex(f->body.data, f->body.len, hash);
+    snprintf(f->etag, sizeof(f->etag), "\"%.32s\"", hash);
+    PQclear(f->rows); /* the body is all the answer needs now */
+    f->rows = NULL;
+}
+
+static void feed_rendered(http_req_t *req, void *data)
+{
+    feed_render_t *f = data;
+    feed_count(f, f->body.cap);
+    http_res_header(req, "ETag", f->etag);
+    /* Private: the URL is a credential; revalidate every time so a change shows at once. */
+    http_res_header(req, "Cache-Control", "private, no-cache");
+    const char *inm = http_req_header(req, "If-None-Match");
+    if (inm && header_lists(inm, f->etag, true)) {
+        http_reply(req, 304, NULL, "", 0);
+        return;
+    }
+    /* The body lives in the job, which the arena frees. */
+    http_reply(req, 200, "text/calendar; charset=utf-8", f->body.data, f->body.len);
+}
+
+static void feed_render_free(void *data)
+{
+    feed_render_t *f = data;
+    feed_count(f, 0);
+    PQclear(f->rows);
+    growbuf_free(&f->body);
 }
 
 static void feed_rows(http_req_t *req, db_result_t *r)
@@ -110,54 +212,18 @@ static void feed_rows(http_req_t *req, db_result_t *r)
         auth_limit_then(req, "calendar-feed", NULL, feed_not_found);
         return;
     }
-    const char *lang = col(r, 0, CALENDAR_FEED_ROWS_USER_LANG);
-    bool es = lang && strcmp(lang, "es") == 0;
-    ical_calendar_t cal = {.name = es ? "Sesiones de mentoría" : "Mentoring sessions",
-                           .timezone = col(r, 0, CALENDAR_FEED_ROWS_USER_TZ),
-                           .refresh_minutes = cfg.calendar_feed_refresh_minutes};
-    growbuf_t b = GROWBUF_INIT;
-    ical_begin(&b, &cal);
-    for (int i = 0; i < db_nrows(r); i++) {
-        if (db_isnull(r, i, CALENDAR_FEED_ROWS_ID)) continue; /* no sessions */
-        const char *id = db_get(r, i, CALENDAR_FEED_ROWS_ID);
-        long long updated = db_getll(r, i, CALENDAR_FEED_ROWS_UPDATED_MS, 0);
-        ical_session_t s = {
-            .lang = lang,
-            .session_id = id,
-            .title = col(r, i, CALENDAR_FEED_ROWS_TITLE),
-            .notes = col(r, i, CALENDAR_FEED_ROWS_NOTES),
-            .start_text = col(r, i, CALENDAR_FEED_ROWS_START_TEXT),
-            .timezone = col(r, i, CALENDAR_FEED_ROWS_TIMEZONE),
-            .coach_name = col(r, i, CALENDAR_FEED_ROWS_COACH_NAME),
-            .coach_email = col(r, i, CALENDAR_FEED_ROWS_COACH_EMAIL),
-            .teacher_name = col(r, i, CALENDAR_FEED_ROWS_TEACHER_NAME),
-            .teacher_email = col(r, i, CALENDAR_FEED_ROWS_TEACHER_EMAIL),
-            .link = mentoring_session_link(req, id),
-            .sequence = (int)db_getll(r, i, CALENDAR_FEED_ROWS_SEQUENCE, 0),
-            .duration_minutes = (int)db_getll(r, i, CALENDAR_FEED_ROWS_DURATION_MINUTES, 0),
-            .start_ms = db_getll(r, i, CALENDAR_FEED_ROWS_START_MS, 0),
-            .stamp_ms = updated,
-            .cancelled = strcmp(db_get(r, i, CALENDAR_FEED_ROWS_STATUS), "cancelled") == 0,
-        };
-        ical_session_event(&b, &s);
-    }
-    ical_end(&b);
-    char hash[CRYPTO_SHA256_HEX_LEN + 1];
-    crypto_sha256_hex(b.data, b.len, hash);
-    const char *etag = arena_printf(&req->arena, "\"%.32s\"", hash);
-    http_res_header(req, "ETag", etag);
-    /* Private: the URL is a credential; revalidate every time so a change shows at once. */
-    http_res_header(req, "Cache-Control", "private, no-cache");
-    const char *inm = http_req_header(req, "If-None-Match");
-    if (inm && header_lists(inm, etag, true)) {
-        growbuf_free(&b);
-        http_reply(req, 304, NULL, "", 0);
+    if (feeds_held >= (size_t)cfg.calendar_feed_memory_max) {
+        http_res_header(req, "Retry-After", "30");
+        http_reply_error(req, 503, "UNAVAILABLE", "Calendar feeds are busy; try again later");
         return;
     }
-    const char *body = arena_strndup(&req->arena, b.data, b.len);
-    size_t len = b.len;
-    growbuf_free(&b);
-    http_reply(req, 200, "text/calendar; charset=utf-8", body, len);
+    feed_render_t *f = arena_calloc(&req->arena, sizeof(*f));
+    f->rows = db_result_take(r);
+    feed_count(f, PQresultMemorySize(f->rows));
+    f->link_prefix = mentoring_session_link_prefix(req);
+    f->refresh_minutes = cfg.calendar_feed_refresh_minutes;
+    arena_on_free(&req->arena, feed_render_free, f);
+    offload_run_kind(req, OFFLOAD_CALENDAR, feed_render_work, feed_rendered, f);
 }
 
 static void feed_lookup(http_req_t *req, const char *hash)

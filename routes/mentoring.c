@@ -94,9 +94,14 @@ static const char *jstr(json_t *o, const char *key)
     return json_is_string(j) ? json_string_value(j) : NULL;
 }
 
+const char *mentoring_session_link_prefix(http_req_t *req)
+{
+    return arena_printf(&req->arena, "%s/sessions/", cfg.frontend_url);
+}
+
 const char *mentoring_session_link(http_req_t *req, const char *session_id)
 {
-    return arena_printf(&req->arena, "%s/sessions/%s", cfg.frontend_url, session_id);
+    return arena_printf(&req->arena, "%s%s", mentoring_session_link_prefix(req), session_id);
 }
 
 /* The invitation of one notice element, for its recipient's language (arena), or NULL. */

@@ -97,8 +97,10 @@ typedef enum mentoring_notice {
 const char *mentoring_notices_render(http_req_t *req, mentoring_notice_t kind,
                                      const char *recipients, const char *const *notes);
 
-/* The app's page of a session (FRONTEND_URL/sessions/<id>): the link of invitations and feeds. */
+/* The app's page of a session (FRONTEND_URL/sessions/<id>): the link of invitations and feeds.
+ * The prefix alone (FRONTEND_URL/sessions/) is for a renderer off the loop, which appends ids. */
 const char *mentoring_session_link(http_req_t *req, const char *session_id);
+const char *mentoring_session_link_prefix(http_req_t *req);
 
 /* SQL_MENTORING_QUEUE_NOTICES (db/queries/mentoring.sql) queues what this returns; run it in
  * the transaction of the change (mentoring_write_then) and call outbox_kick() after commit. */

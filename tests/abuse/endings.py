@@ -8,7 +8,8 @@ an active mentorship, a registered 16 MiB file, a long event history on both str
 then runs a table of endings on each path:
 
   multipart upload (Content-Length), chunked upload, presigned PUT (local driver), presigned GET
-  (download), the user stream and the mentorship stream (with and without Last-Event-ID)
+  (download), the user stream and the mentorship stream (with and without Last-Event-ID), and a
+  calendar feed of about 3 MiB (rendered on the thread pool)
 
   x  FIN (close), half-close (shutdown SHUT_WR, then read to the end) and RST (SO_LINGER 0) at
      named byte offsets: start, inside the request line, inside the headers, the first body byte,
@@ -77,6 +78,8 @@ HISTORY_PAD = 8 * KIB     # bytes of padding per event: an 8 MiB history
 BOUNDARY = "endingsB0undary"
 REPLAY_CAP = 8 * MIB      # REPLAY_MEMORY_MAX of the coachd started here
 REPLAY_SLACK = 16 * MIB   # the rest of a burst: Redis replies being parsed, buffers, the heap
+FEED_SESSIONS = 2000      # sessions in the coach's calendar feed: about 3.5 MiB of iCalendar
+FEED_CAP = 8 * MIB        # CALENDAR_FEED_MEMORY_MAX of the coachd started here
 
 # ---- the coachd under test ------------------------------------------------------------------
 
@@ -143,6 +146,9 @@ class Coachd:
             # What all replays of the worker may hold unsent, together: the burst of unread
             # replays below must stay within it (its default, 64 MiB, is 8 whole histories).
             REPLAY_MEMORY_MAX=str(REPLAY_CAP),
+            # What the worker's calendar feeds may hold, rendering and being sent: the burst of
+            # unread feeds below must stay within it.
+            CALENDAR_FEED_MEMORY_MAX=str(FEED_CAP),
             # Large blocks always from mmap and given back at free: VmRSS then follows what the
             # worker holds, not what glibc keeps cached (no effect on the ASan build's allocator).
             MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
@@ -332,6 +338,7 @@ class World:
     def __init__(self, srv):
         from orgs import new_org
         from ment_fixtures import make_mentorship
+        import helpers
         import requests
         self.srv = srv
         org = new_org(roles=("Manager", "Coach", "Teacher"))
@@ -364,6 +371,19 @@ class World:
         self.ment_first = publish_many(self.ment_chan, HISTORY_EVENTS, HISTORY_PAD, live=False,
                                        first_id=True)
         self.history_bytes = HISTORY_EVENTS * HISTORY_PAD
+        # A calendar feed of FEED_SESSIONS sessions (about 3 MiB), rendered on the thread pool.
+        helpers.psql("""
+            INSERT INTO mentorship_sessions (id, mentorship_id, organization_id, scheduled_at,
+                duration_minutes, ends_at, busy, notes)
+            SELECT gen_random_uuid(), m.id, m.organization_id, t, 45, t + interval '45 minutes',
+                   tstzrange(t, t + interval '60 minutes'), repeat('endings; notes, ', 60)
+            FROM mentorships m,
+                 LATERAL (SELECT now() + make_interval(hours => 2 * g) AS t
+                          FROM generate_series(1, :n) g) s
+            WHERE m.id = :'m'""", n=FEED_SESSIONS, m=self.mentorship)
+        r = self.http.post(srv.base + "/api/users/me/calendar-feed", timeout=30)
+        assert r.status_code == 201, r.text
+        self.feed_path = path_of(r.json()["data"]["url"])
 
     def presign(self, filename, size, mime="text/plain"):
         r = self.http.post(self.srv.base + "/api/files/presign", timeout=30, json={
@@ -916,6 +936,107 @@ def build_table():
                 return [c.end("deaf")]
             cases.append(Case("%s never read (SO_RCVBUF 4 KiB)%s, held" % (
                 tag, "" if replay else " with 9 MiB of live events"), noread, ci=True))
+
+    # -- calendar feed: rendered on the thread pool, then written --------------------------------
+    def feed_req(w):
+        return get_head(w, w.feed_path, auth=False)
+    cases += offset_cases("calendar-feed", feed_req, {"start": 0, "request-line": 7,
+                                                     "headers": lambda d: len(d) // 2,
+                                                     "last-but-one": lambda d: len(d) - 1,
+                                                     "all": lambda d: len(d)},
+                          ci_marks=("all",), stall_marks=("headers",))
+    for read, label in ((b"\r\n\r\n", "the headers"), (256 * KIB, "256 KiB"),
+                        (2 * MIB, "2 MiB")):
+        for how in ENDS:
+            def run(h, read=read, how=how):
+                return send_then_end(h.srv, feed_req(h.w), None, how, read_first=read)
+            cases.append(Case("calendar-feed %s after %s of the answer" % (how, label), run,
+                              ci=(label == "256 KiB" and how in ("fin", "rst"))))
+
+    def feed_ok(h):
+        c = Conn(h.srv)
+        c.send(feed_req(h.w))
+        c.read(until=b"END:VCALENDAR\r\n", timeout=30)
+        n = c.got.count(b"BEGIN:VEVENT")
+        assert c.status() == 200 and n == FEED_SESSIONS, (
+            "feed: status %s, %d of %d events" % (c.status(), n, FEED_SESSIONS))
+        c.end("fin")
+    cases.append(Case("calendar-feed complete (control: every session)", feed_ok, ci=True))
+
+    def feed_slow(h):
+        """A reader slower than the write deadline (2 s here) that keeps reading: it gets the
+        whole feed (before, a whole answer had one deadline from its write, progress or not,
+        and a feed of megabytes on a slow link was cut)."""
+        # A small receive window keeps the server's kernel buffer small too, so most of the
+        # answer waits in the worker, under its write deadline, while it is read.
+        c = Conn(h.srv, rcvbuf=4 * KIB)
+        c.send(feed_req(h.w))
+        c.s.settimeout(10)
+        start = time.monotonic()
+        while not c.got.endswith(b"END:VCALENDAR\r\n"):
+            try:
+                b = c.s.recv(64 * KIB)
+            except OSError:
+                break
+            if not b:
+                break
+            c.got += b
+            time.sleep(0.012)
+        took = time.monotonic() - start
+        n = c.got.count(b"BEGIN:VEVENT")
+        assert c.status() == 200 and n == FEED_SESSIONS, (
+            "slow feed: status %s, %d of %d events in %.1f s, then the connection ended" % (
+                c.status(), n, FEED_SESSIONS, took))
+        assert took > DEADLINE, "read in %.1f s: not slower than the deadline" % took
+        c.end("fin")
+    cases.append(Case("calendar-feed read slowly past the write deadline (control: every byte)",
+                      feed_slow, ci=True))
+
+    def feed_noread(h):
+        return send_then_end(h.srv, feed_req(h.w), None, "deaf", rcvbuf=4096)
+    cases.append(Case("calendar-feed never read (SO_RCVBUF 4 KiB), held", feed_noread, ci=True))
+
+    def feed_burst(h):
+        """Clients that leave as soon as they have asked: their feeds wait for the pool or
+        are being rendered when they go; each job's rows and body go with its request."""
+        def one():
+            for how in ("fin", "rst") * 6:
+                send_then_end(h.srv, feed_req(h.w), None, how)
+        ts = [threading.Thread(target=one) for _ in range(4)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+    cases.append(Case("calendar-feed fin/rst @all x48 in 4 threads", feed_burst, ci=True))
+
+    def feed_unread_burst(h):
+        """Feeds nobody reads, asked for on K connections at once: what their rows and bodies
+        hold together stays within CALENDAR_FEED_MEMORY_MAX and one feed; the rest get 503
+        with Retry-After (before the bound every one was rendered and held, 3.5 MiB each)."""
+        k = 8
+        base = Snapshot(h.srv, h.pid).rss
+        held = []
+        for _ in range(k):
+            c = Conn(h.srv, rcvbuf=4096)
+            c.send(feed_req(h.w))
+            held.append(c)
+        statuses = []
+        for c in held:
+            c.wait_answer()
+            head = c.s.recv(512, socket.MSG_PEEK)
+            m = re.match(rb"HTTP/1\.1 (\d{3})", head)
+            statuses.append(int(m.group(1)) if m else None)
+            if statuses[-1] == 503:
+                assert b"Retry-After: 30" in head, head
+        peak = Snapshot(h.srv, h.pid).rss
+        h.note("unread feeds: statuses %s, RSS +%.1f MiB (CALENDAR_FEED_MEMORY_MAX %d MiB)" % (
+            statuses, (peak - base) / MIB, FEED_CAP // MIB))
+        assert 200 in statuses and 503 in statuses, statuses
+        assert set(statuses) <= {200, 503}, statuses
+        if not h.asan:
+            assert peak - base < FEED_CAP + 8 * MIB, (
+                "%d unread feeds hold %.1f MiB" % (k, (peak - base) / MIB))
+        return [c.s for c in held]
+    cases.append(Case("calendar-feed x8 never read: memory of all feeds", feed_unread_burst,
+                      ci=True))
 
     def replay_burst(h):
         """Replays nobody reads: K streams resume from the start of an 8 MiB history and never
