@@ -271,3 +271,27 @@ def test_token_with_characters_after_it_stays_out_of_the_log(org):
             text = f.read()
         assert tok[10:] not in text
         assert "/api/calendar/[redacted]" in text
+
+
+def test_cancelling_and_moving_at_once_invites_with_the_stored_times(org, mail):
+    """A PATCH may cancel and move a session together: the CANCEL carries the times the session
+    is stored with, which the feed shows under the same SEQUENCE (RFC 5545: one SEQUENCE, one
+    DTSTART)."""
+    feed = new_feed(org.client("Teacher"))
+    m = make_mentorship(org)
+    s = make_session(org, m["id"], scheduledAt=future(48), durationMinutes=30)["data"]
+    moved = future(96)
+    org.client("Coach").patch_json("/api/sessions/%s" % s["id"],
+                                   {"status": "cancelled", "scheduledAt": moved,
+                                    "durationMinutes": 45})
+    uid = "%s@coachd" % s["id"]
+    method, raw = invitation(mail.wait_for(org.users["Teacher"]["email"],
+                                           subject="Session cancelled"))
+    assert method == "CANCEL"
+    sent = events(parse(raw))[uid]
+    shown = events(parse(fetch(feed).content))[uid]
+    assert int(sent["SEQUENCE"]) == int(shown["SEQUENCE"]) == 1
+    assert str(shown["STATUS"]) == "CANCELLED"
+    assert shown.decoded("DTSTART") == utc(moved)
+    assert sent.decoded("DTSTART") == shown.decoded("DTSTART")
+    assert sent.decoded("DTEND") == shown.decoded("DTEND")
