@@ -587,27 +587,35 @@ static bool param_is_secret(const char *name, size_t len)
     return false;
 }
 
-/* A path segment that looks like a secret whatever the route: 32 or more base64url characters
- * that are not a UUID (session, invite and reset tokens are 43). Catches a token sent to the
- * wrong method or path, which no route pattern names. */
+static bool is_token_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '-' || ch == '_';
+}
+
+/* A path segment that holds a secret whatever the route: a run of 32 or more base64url
+ * characters that is not a UUID (session, invite, reset and calendar feed tokens are 43),
+ * wherever it sits in the segment. Catches a token sent to the wrong method or path, which no
+ * route pattern names, and one with something stuck to it ("<token>.ics", "<token>+x",
+ * "<token>%" that failed to decode, "x<token>"). */
 static bool segment_is_token_like(const char *s, size_t len)
 {
-    /* A trailing ".ext" does not make a token loggable ("<token>.ics", the calendar feed, also
-     * reaches here unmatched: OPTIONS or PROPFIND from a calendar app, a path below it). */
-    const char *dot = memrchr(s, '.', len);
-    if (dot && dot > s) len = (size_t)(dot - s);
-    if (len < 32) return false;
-    size_t dashes = 0;
-    for (size_t i = 0; i < len; i++) {
-        char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-        if (!ok) return false;
-        dashes += ch == '-';
+    size_t i = 0;
+    while (i < len) {
+        if (!is_token_char(s[i])) {
+            i++;
+            continue;
+        }
+        size_t start = i, dashes = 0;
+        for (; i < len && is_token_char(s[i]); i++)
+            dashes += s[i] == '-';
+        size_t n = i - start;
+        const char *r = s + start;
+        bool uuid =
+            n == 36 && dashes == 4 && r[8] == '-' && r[13] == '-' && r[18] == '-' && r[23] == '-';
+        if (n >= 32 && !uuid) return true;
     }
-    bool uuid =
-        len == 36 && dashes == 4 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-';
-    return !uuid;
+    return false;
 }
 
 /* Walks the path and the matched pattern (if any) segment by segment, as router_match split

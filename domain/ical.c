@@ -87,6 +87,25 @@ static void put_cn(growbuf_t *b, const char *name)
     growbuf_puts(b, "\"");
 }
 
+/* An address as the addr-spec of a mailto: URI (RFC 6068 section 2): the octets that are not
+ * unreserved or one of the delimiters it lets stand ("!$'()*+,;:@") are percent-encoded, so
+ * "?", "#" and "%" in a local part do not start header fields, a fragment or an escape. */
+static void put_mailto_address(growbuf_t *b, const char *email)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const char *p = email; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || (ch && strchr("-._~!$'()*+,;:@", ch));
+        if (plain) {
+            growbuf_put(b, p, 1);
+        } else if (ch >= 0x20 && ch != 0x7f) {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            growbuf_put(b, e, 3);
+        }
+    }
+}
+
 static void person(growbuf_t *b, const char *prop, const char *params, const char *name,
                    const char *email)
 {
@@ -96,7 +115,7 @@ static void person(growbuf_t *b, const char *prop, const char *params, const cha
     if (params) growbuf_puts(&n, params);
     growbuf_t v = GROWBUF_INIT;
     growbuf_puts(&v, "mailto:");
-    growbuf_puts(&v, email);
+    put_mailto_address(&v, email);
     ical_line(b, n.data, v.data, false);
     growbuf_free(&n);
     growbuf_free(&v);

@@ -375,12 +375,14 @@ static void upd_decide(http_req_t *req, txreq_t *t, db_result_t *locks)
     if (to == from) st->status = NULL;
     st->changed = reschedule || st->has_notes || st->status;
     /* A cancellation sends its notices (iCalendar CANCEL); a move, its own (REQUEST). Either
-     * takes the session to its next iCalendar SEQUENCE. */
+     * takes the session to its next iCalendar SEQUENCE. Both tell the times the session is
+     * stored with after this update (a cancellation may move it too), which the feed shows
+     * under that same SEQUENCE. */
     const char *const *notes = st->has_notes ? &st->notes : NULL;
     bool cancelling = st->status && to == SESSION_STATUS_CANCELLED;
     if (cancelling)
         st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CANCELLED,
-                                               db_get(res, 0, SESSION_LOCK_NOTICES), notes);
+                                               db_get(res, 0, SESSION_LOCK_CHANGED_NOTICES), notes);
     else if (reschedule)
         st->notices = mentoring_notices_render(req, MENTORING_NOTICE_CHANGED,
                                                db_get(res, 0, SESSION_LOCK_CHANGED_NOTICES), notes);

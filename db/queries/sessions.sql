@@ -139,14 +139,12 @@ WHERE m.id = (SELECT s.mentorship_id FROM mentorship_sessions s WHERE s.id = $1)
 FOR NO KEY UPDATE OF m;
 
 -- name: session_lock
--- columns: organization_id, coach_id, teacher_id, status, mentorship_id, notices,
--- columns: changed_notices
--- Locks the session $1 for an update, with the notices a cancellation would send, and those a
--- reschedule to $2 start, $3 duration, $4 time zone (NULL keeps a value) would send. Runs after
--- session_mentorship_lock in the same transaction.
+-- columns: organization_id, coach_id, teacher_id, status, mentorship_id, changed_notices
+-- Locks the session $1 for an update, with the notices of the session as the update leaves it:
+-- moved to $2 start, $3 duration, $4 time zone (NULL keeps a value). A reschedule sends them,
+-- and so does a cancellation (with or without a move: it tells the times the session is then
+-- stored with). Runs after session_mentorship_lock in the same transaction.
 SELECT m.organization_id, m.coach_id, m.teacher_id, s.status, s.mentorship_id,
-       session_notice_json(s.id, m, c, t, s.scheduled_at, s.duration_minutes,
-                           s.timezone) AS notices,
        session_notice_json(s.id, m, c, t, COALESCE($2::timestamptz, s.scheduled_at),
                            COALESCE($3::int, s.duration_minutes),
                            COALESCE($4, s.timezone)) AS changed_notices

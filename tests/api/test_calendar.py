@@ -244,3 +244,54 @@ def test_unknown_tokens_never_lock_out_a_valid_feed(org):
     assert [get(u).status_code for u in unknown] == [404] * points + [429]
     for _ in range(3):
         assert get(url).status_code == 200
+
+
+def test_token_with_characters_after_it_stays_out_of_the_log(org):
+    """A feed URL sent with something stuck to the token (a stray character pasted along, a
+    bad percent-escape, a space) matches no route or fails to parse, and is logged as it came:
+    the token is still left out, whatever the method."""
+    import socket
+    url = new_feed(org.client("Teacher"))
+    tok = url.rsplit("/", 1)[1][:-4]
+    host, port = urlsplit(BASE_URL).hostname, urlsplit(BASE_URL).port
+    paths = ["/api/calendar/%s%%" % tok, "/api/calendar/%s+x" % tok,
+             "/api/calendar/%s%%20.ics" % tok, "/api/calendar/%s~.ics/x" % tok,
+             "/api/calendar/%s%%00.ics" % tok, "/api/calendar/x%s" % tok,
+             "/api/calendar/%s.%s.ics/x" % (tok[:10], tok[10:])]
+    for path in paths:
+        for method in ("GET", "OPTIONS", "PROPFIND"):
+            with socket.create_connection((host, port)) as s:  # sent as is, no client quoting
+                s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                           % (method, path)).encode())
+                while s.recv(65536):
+                    pass
+    log = os.environ.get("COACHD_LOG_FILE")
+    if log:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        assert tok[10:] not in text
+        assert "/api/calendar/[redacted]" in text
+
+
+def test_cancelling_and_moving_at_once_invites_with_the_stored_times(org, mail):
+    """A PATCH may cancel and move a session together: the CANCEL carries the times the session
+    is stored with, which the feed shows under the same SEQUENCE (RFC 5545: one SEQUENCE, one
+    DTSTART)."""
+    feed = new_feed(org.client("Teacher"))
+    m = make_mentorship(org)
+    s = make_session(org, m["id"], scheduledAt=future(48), durationMinutes=30)["data"]
+    moved = future(96)
+    org.client("Coach").patch_json("/api/sessions/%s" % s["id"],
+                                   {"status": "cancelled", "scheduledAt": moved,
+                                    "durationMinutes": 45})
+    uid = "%s@coachd" % s["id"]
+    method, raw = invitation(mail.wait_for(org.users["Teacher"]["email"],
+                                           subject="Session cancelled"))
+    assert method == "CANCEL"
+    sent = events(parse(raw))[uid]
+    shown = events(parse(fetch(feed).content))[uid]
+    assert int(sent["SEQUENCE"]) == int(shown["SEQUENCE"]) == 1
+    assert str(shown["STATUS"]) == "CANCELLED"
+    assert shown.decoded("DTSTART") == utc(moved)
+    assert sent.decoded("DTSTART") == shown.decoded("DTSTART")
+    assert sent.decoded("DTEND") == shown.decoded("DTEND")

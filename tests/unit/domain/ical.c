@@ -150,12 +150,32 @@ static void test_event(void **state)
     growbuf_free(&b);
 }
 
+/* RFC 5545 CAL-ADDRESS is a URI: the mailto: of an address whose local part holds characters
+ * RFC 6068 reserves ('?' starts header fields, '#' a fragment, '%' an escape) percent-encodes
+ * them, so a URI parser reads the whole address; the usual characters stay as they are. */
+static void test_mailto_encoding(void **state)
+{
+    (void)state;
+    growbuf_t b = GROWBUF_INIT;
+    ical_event_t e = {.uid = "u1@coachd",
+                      .start_ms = 0,
+                      .end_ms = 60000,
+                      .organizer_email = "a?b#c%d/e=f&g{h}|^`@example.com"};
+    assert_int_equal(ical_event(&b, &e), 0);
+    assert_non_null(strstr(
+        b.data, "\r\nORGANIZER:mailto:a%3Fb%23c%25d%2Fe%3Df%26g%7Bh%7D%7C%5E%60@example.com"));
+    e.organizer_email = "o'brien+tag.x_y-z~!$*@example.com";
+    assert_int_equal(ical_event(&b, &e), 0);
+    assert_non_null(strstr(b.data, "\r\nORGANIZER:mailto:o'brien+tag.x_y-z~!$*@example.com\r\n"));
+    growbuf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),          cmocka_unit_test(test_short_line_unfolded),
         cmocka_unit_test(test_fold_exactly_75), cmocka_unit_test(test_fold_multibyte),
-        cmocka_unit_test(test_event),
+        cmocka_unit_test(test_event),           cmocka_unit_test(test_mailto_encoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
