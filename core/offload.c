@@ -75,7 +75,12 @@ static void on_after_work(uv_work_t *w, int status)
     offload_t *o = container_of(w, offload_t, work);
     http_req_t *req = o->req;
     running--;
-    if (status == 0 && !http_req_gone(req)) o->done(req, o->data);
+    if (!http_req_gone(req)) {
+        if (status == 0)
+            o->done(req, o->data);
+        else /* cancelled (UV_ECANCELED): the request must still be answered */
+            http_reply_error(req, 503, "UNAVAILABLE", "Server busy");
+    }
     http_req_unref(req);
     free(o);
     start_next();

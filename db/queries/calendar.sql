@@ -10,15 +10,15 @@ ON CONFLICT (user_id) DO UPDATE SET token_hash = EXCLUDED.token_hash, created_at
 DELETE FROM calendar_feeds WHERE user_id = $1;
 
 -- name: calendar_feed_rows
--- columns: user_lang, user_tz, user_active,
+-- columns: user_lang, user_tz,
 -- columns: id, mentorship_id, sequence, start_ms, duration_minutes, timezone, status, notes,
 -- columns: updated_ms, title, coach_name, coach_email, teacher_name, teacher_email, start_text
 -- The feed of token hash $1: no row when there is none. Else one row per session of the
 -- feed's user, as coach or teacher, starting from $2 days ago to $3 days ahead, in the
 -- organizations where they are still an active member; a user who is not active gets none.
--- Without sessions, one row whose session columns are NULL. At most 5000 sessions.
-SELECT u.preferred_language AS user_lang, u.timezone AS user_tz,
-       u.status = 'active' AS user_active, e.*
+-- Without sessions, one row whose session columns are NULL. At most 5000 sessions: past that,
+-- the coming ones first (the nearest first), then the past ones (the latest first).
+SELECT u.preferred_language AS user_lang, u.timezone AS user_tz, e.*
 FROM calendar_feeds f
 JOIN users u ON u.id = f.user_id
 LEFT JOIN LATERAL (
@@ -41,7 +41,7 @@ LEFT JOIN LATERAL (
     WHERE (m.coach_id = u.id OR m.teacher_id = u.id) AND u.status = 'active'
       AND s.scheduled_at >= now() - make_interval(days => $2::int)
       AND s.scheduled_at < now() + make_interval(days => $3::int)
-    ORDER BY s.scheduled_at, s.id
+    ORDER BY s.scheduled_at < now(), abs(extract(epoch FROM s.scheduled_at - now())), s.id
     LIMIT 5000) e ON true
 WHERE f.token_hash = $1
 ORDER BY e.start_ms, e.id;

@@ -295,3 +295,24 @@ def test_cancelling_and_moving_at_once_invites_with_the_stored_times(org, mail):
     assert shown.decoded("DTSTART") == utc(moved)
     assert sent.decoded("DTSTART") == shown.decoded("DTSTART")
     assert sent.decoded("DTEND") == shown.decoded("DTEND")
+
+
+def test_past_its_cap_the_feed_keeps_the_coming_sessions(org):
+    """At most 5000 sessions: the coming ones first, then the latest past ones (before, the
+    earliest 5000 of the window, so a busy coach's later sessions fell out of the feed)."""
+    m = make_mentorship(org)
+    psql("""
+        INSERT INTO mentorship_sessions (id, mentorship_id, organization_id, scheduled_at,
+            duration_minutes, ends_at, busy)
+        SELECT gen_random_uuid(), m.id, m.organization_id, t, 30, t, tstzrange(t, t)
+        FROM mentorships m,
+             LATERAL (SELECT date_trunc('hour', now()) + make_interval(hours => g) AS t
+                      FROM generate_series(-20, 5000) g) s
+        WHERE m.id = :'m'""", m=m["id"])
+    rows = psql("""SELECT id, scheduled_at > now() FROM mentorship_sessions
+                   WHERE mentorship_id = :'m' ORDER BY scheduled_at""", m=m["id"])
+    got = events(parse(fetch(new_feed(org.client("Teacher"))).content))
+    assert len(got) == 5000
+    coming = ["%s@coachd" % r[0] for r in rows if r[1] == "t"]
+    assert len(coming) == 5000
+    assert set(coming) == set(got)  # the last one included, every past one left out
