@@ -20,9 +20,9 @@ SELECT 'cbcalteacher' || i, 'bench-calendar-teacher-' || i || '@example.com', 'T
 FROM generate_series(0, 19) i;
 
 INSERT INTO organization_memberships (organization_id, user_id, role_in_organization)
-SELECT 'ca000000-0000-4000-8000-000000000001', 'cbcalcoach', 'Coach'
+SELECT 'ca000000-0000-4000-8000-000000000001'::uuid, 'cbcalcoach', 'Coach'
 UNION ALL
-SELECT 'ca000000-0000-4000-8000-000000000001', 'cbcalteacher' || i, 'Teacher'
+SELECT 'ca000000-0000-4000-8000-000000000001'::uuid, 'cbcalteacher' || i, 'Teacher'
 FROM generate_series(0, 19) i;
 
 INSERT INTO mentorships (id, organization_id, coach_id, teacher_id, status, title)
