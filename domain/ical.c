@@ -18,9 +18,23 @@ void ical_utc(int64_t ms, char out[17])
              (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
 }
 
+/* Bytes a TEXT value cannot hold as they are: the escaped `\`, `;`, `,`, line breaks and the
+ * control characters other than HTAB. */
+static bool text_special(unsigned char ch)
+{
+    return ch == '\\' || ch == ';' || ch == ',' || (ch < 0x20 && ch != '\t') || ch == 0x7f;
+}
+
 void ical_escape_text(growbuf_t *b, const char *s)
 {
-    for (const char *p = s; *p; p++) {
+    const char *p = s;
+    while (*p) {
+        /* The plain bytes up to the next special one go in one piece. */
+        const char *run = p;
+        while (*p && !text_special((unsigned char)*p))
+            p++;
+        if (p > run) growbuf_put(b, run, (size_t)(p - run));
+        if (!*p) break;
         unsigned char ch = (unsigned char)*p;
         if (ch == '\\' || ch == ';' || ch == ',') {
             char e[2] = {'\\', (char)ch};
@@ -28,11 +42,8 @@ void ical_escape_text(growbuf_t *b, const char *s)
         } else if (ch == '\r' || ch == '\n') {
             if (ch == '\r' && p[1] == '\n') p++; /* CRLF is one line break */
             growbuf_puts(b, "\\n");
-        } else if (ch < 0x20 || ch == 0x7f) {
-            if (ch == '\t') growbuf_put(b, p, 1); /* HTAB is allowed; other controls are not */
-        } else {
-            growbuf_put(b, p, 1);
-        }
+        } /* other control characters are dropped */
+        p++;
     }
 }
 
@@ -40,34 +51,39 @@ void ical_escape_text(growbuf_t *b, const char *s)
  * before its CRLF, a continuation starting with a space, never inside a UTF-8 sequence. */
 static void fold(growbuf_t *b, const char *s, size_t n)
 {
-    size_t col = 0;
-    size_t i = 0;
-    while (i < n) {
-        /* The whole code point at i: its lead byte and continuation bytes. */
-        size_t len = 1;
-        while (i + len < n && ((unsigned char)s[i + len] & 0xC0) == 0x80)
-            len++;
-        if (col + len > ICAL_LINE_OCTETS) {
-            growbuf_puts(b, "\r\n ");
-            col = 1;
-        }
-        growbuf_put(b, s + i, len);
-        col += len;
-        i += len;
+    size_t i = 0, room = ICAL_LINE_OCTETS;
+    while (n - i > room) {
+        /* The longest piece that fits and ends before a code point's first byte. */
+        size_t cut = i + room;
+        while (cut > i && ((unsigned char)s[cut] & 0xC0) == 0x80)
+            cut--;
+        if (cut == i) cut = i + room; /* not UTF-8: no boundary to keep */
+        growbuf_put(b, s + i, cut - i);
+        growbuf_put(b, "\r\n ", 3);
+        i = cut;
+        room = ICAL_LINE_OCTETS - 1; /* the leading space counts */
     }
-    growbuf_puts(b, "\r\n");
+    growbuf_put(b, s + i, n - i);
+    growbuf_put(b, "\r\n", 2);
 }
 
 void ical_line(growbuf_t *b, const char *name, const char *value, bool escape)
 {
     growbuf_t line = GROWBUF_INIT;
     growbuf_puts(&line, name);
-    growbuf_puts(&line, ":");
+    growbuf_put(&line, ":", 1);
+    const char *p = value ? value : "";
     if (escape) {
-        ical_escape_text(&line, value ? value : "");
+        ical_escape_text(&line, p);
     } else {
-        for (const char *p = value ? value : ""; *p; p++)
-            if ((unsigned char)*p >= 0x20 && *p != 0x7f) growbuf_put(&line, p, 1);
+        /* As is, but without control characters, in runs. */
+        while (*p) {
+            const char *run = p;
+            while ((unsigned char)*p >= 0x20 && *p != 0x7f)
+                p++;
+            if (p > run) growbuf_put(&line, run, (size_t)(p - run));
+            if (*p) p++;
+        }
     }
     fold(b, line.data, line.len);
     growbuf_free(&line);
