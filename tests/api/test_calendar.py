@@ -1,8 +1,13 @@
 """Calendars: the iCalendar invitations attached to the session mails (REQUEST / CANCEL, one UID
 per session, SEQUENCE increasing) and the personal calendar feed (create, rotate, revoke, ETag,
-who sees what). Every .ics is parsed by an independent library, Debian's python3-icalendar."""
+who sees what). Every .ics is parsed by an independent library, Debian's python3-icalendar; the
+invitations and feeds of a session's life are parsed by ical.js too (ical_parse.mjs), the parser
+of Thunderbird's calendar and of many web calendars."""
 import datetime
+import json
 import os
+import subprocess
+import tempfile
 from urllib.parse import urlsplit
 
 import pytest
@@ -53,6 +58,38 @@ def invitation(mail):
             assert part.get_param("charset").lower() == "utf-8"
             return part.get_param("method"), part.get_payload(decode=True)
     raise AssertionError("no text/calendar part in %s" % mail.subject)
+
+
+def icaljs(raw):
+    """(METHOD, {uid: event}) as ical.js reads raw (ical_parse.mjs)."""
+    with tempfile.NamedTemporaryFile(suffix=".ics") as f:
+        f.write(raw)
+        f.flush()
+        out = subprocess.run(["node", os.path.join(os.path.dirname(__file__), "ical_parse.mjs"),
+                              f.name], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    return data["method"], {e["uid"]: e for e in data["events"]}
+
+
+def check_icaljs(raw, method, uid, org, start, minutes, sequence, summary, cancelled=False):
+    """What a calendar app built on ical.js takes from raw: every field of the session's event,
+    the TEXT values unescaped to exactly what was stored."""
+    got_method, evs = icaljs(raw)
+    assert got_method == method
+    ev = evs[uid]
+    assert ev["sequence"] == sequence
+    assert ev["status"] == ("CANCELLED" if cancelled else "CONFIRMED")
+    assert ev["start"] == start
+    assert utc(ev["end"]) == utc(start) + datetime.timedelta(minutes=minutes)
+    assert ev["summary"] == summary
+    assert NOTES + "\n" in ev["description"]
+    assert ev["url"] == ev["location"] and ev["url"].endswith("/sessions/" + uid.split("@")[0])
+    assert ev["organizer"] == {"value": "mailto:" + org.users["Coach"]["email"],
+                               "cn": "Carla Coach"}
+    assert ev["attendee"] == {"value": "mailto:" + org.users["Teacher"]["email"],
+                              "cn": "Tom Teacher"}
+    return evs
 
 
 def check_event(ev, session, org, start, minutes):
@@ -114,9 +151,12 @@ def test_invitations_and_feed_follow_a_session(org, mail):
         assert int(ev["SEQUENCE"]) == 0 and str(ev["STATUS"]) == "CONFIRMED"
         check_event(ev, s, org, start, 45)
         assert ("Duración" if who == coach else "Duration") in str(ev["DESCRIPTION"])
-    ev = events(parse(fetch(feed).content, True))[uid]
+        check_icaljs(raw, "REQUEST", uid, org, start, 45, 0, TITLE)
+    raw = fetch(feed).content
+    ev = events(parse(raw, True))[uid]
     check_event(ev, s, org, start, 45)
     assert int(ev["SEQUENCE"]) == 0 and str(ev["STATUS"]) == "CONFIRMED"
+    check_icaljs(raw, None, uid, org, start, 45, 0, TITLE)
 
     # Examples to look at: the teacher's first invitation, and the feed (its token is in no body).
     with open(os.path.join(artifacts_dir(), "calendar-invitation.ics"), "wb") as f:
@@ -134,8 +174,11 @@ def test_invitations_and_feed_follow_a_session(org, mail):
         ev = events(parse(raw, True))[uid]
         assert int(ev["SEQUENCE"]) == 1
         check_event(ev, s, org, moved, 30)
-    ev = events(parse(fetch(feed).content, True))[uid]
+        check_icaljs(raw, "REQUEST", uid, org, moved, 30, 1, TITLE)
+    raw = fetch(feed).content
+    ev = events(parse(raw, True))[uid]
     assert int(ev["SEQUENCE"]) == 1 and ev.decoded("DTSTART") == utc(moved)
+    check_icaljs(raw, None, uid, org, moved, 30, 1, TITLE)
 
     # Cancelled: CANCEL, SEQUENCE 2, STATUS:CANCELLED; the feed keeps it, cancelled.
     org.client("Coach").delete_json("/api/sessions/%s" % s["id"])
@@ -147,8 +190,12 @@ def test_invitations_and_feed_follow_a_session(org, mail):
         ev = events(cal)[uid]
         assert int(ev["SEQUENCE"]) == 2 and str(ev["STATUS"]) == "CANCELLED"
         check_event(ev, s, org, moved, 30)
-    ev = events(parse(fetch(feed).content, True))[uid]
+        check_icaljs(raw, "CANCEL", uid, org, moved, 30, 2,
+                     ("Cancelada: " if who == coach else "Cancelled: ") + TITLE, cancelled=True)
+    raw = fetch(feed).content
+    ev = events(parse(raw, True))[uid]
     assert int(ev["SEQUENCE"]) == 2 and str(ev["STATUS"]) == "CANCELLED"
+    check_icaljs(raw, None, uid, org, moved, 30, 2, "Cancelled: " + TITLE, cancelled=True)
     # A calendar built from the feed: the session is no longer an appointment.
     busy = [e for e in parse(fetch(feed).content).walk("VEVENT")
             if str(e["STATUS"]) != "CANCELLED"]
@@ -316,3 +363,17 @@ def test_past_its_cap_the_feed_keeps_the_coming_sessions(org):
     coming = ["%s@coachd" % r[0] for r in rows if r[1] == "t"]
     assert len(coming) == 5000
     assert set(coming) == set(got)  # the last one included, every past one left out
+
+
+def test_backslashes_come_back_as_stored(org):
+    """Backslashes next to letters and delimiters (a Windows path, `\\n` typed as text, `\\,`)
+    read back exactly through ical.js. python3-icalendar 4.0.3 reads an escaped backslash before
+    n as a line break, so only ical.js checks these."""
+    title = "C:\\new\\, A\\;B \\\\ end"
+    notes = "see C:\\notes\\nx, then a\\\\b; \\"
+    m = make_mentorship(org, title=title)
+    s = make_session(org, m["id"], notes=notes)["data"]
+    _, evs = icaljs(fetch(new_feed(org.client("Teacher"))).content)
+    ev = evs["%s@coachd" % s["id"]]
+    assert ev["summary"] == title
+    assert "\n" + notes + "\n" in ev["description"]
