@@ -200,6 +200,11 @@ def test_invitations_and_feed_follow_a_session(org, mail):
     busy = [e for e in parse(fetch(feed).content).walk("VEVENT")
             if str(e["STATUS"]) != "CANCELLED"]
     assert uid not in [str(e["UID"]) for e in busy]
+    # Examples of the end: the teacher's cancellation, and the feed with the session cancelled.
+    with open(os.path.join(artifacts_dir(), "calendar-cancel.ics"), "wb") as f:
+        f.write(invitation(mail.wait_for(teacher, subject="Session cancelled"))[1])
+    with open(os.path.join(artifacts_dir(), "calendar-feed-cancelled.ics"), "wb") as f:
+        f.write(raw)
 
 
 def test_feed_rotation_revocation_and_etag(org):
