@@ -500,6 +500,21 @@ class Conn:
             self.got += b
         return self.got
 
+    def read_slowly(self, pause, until=None):
+        """Reads 64 KiB at a time with a pause after each, until EOF, an error or the answer
+        ending with `until`."""
+        self.s.settimeout(10)
+        while until is None or not self.got.endswith(until):
+            try:
+                b = self.s.recv(64 * KIB)
+            except OSError:
+                break
+            if not b:
+                break
+            self.got += b
+            time.sleep(pause)
+        return self.got
+
     def status(self):
         m = re.match(rb"HTTP/1\.1 (\d{3})", self.got)
         return int(m.group(1)) if m else None
@@ -606,6 +621,24 @@ def offset_cases(prefix, build, marks, ci_marks, stall_marks=(), ci_stall=()):
             elif how == "deaf":
                 settle = DEADLINE + LINGER + SETTLE
             out.append(Case(name, run, ci=ci, settle=settle))
+    return out
+
+
+def get_answer_cases(prefix, build, reads, ci_read):
+    """The endings of a GET whose answer is large: the request cut at its marks (the CI table
+    takes the whole request), and the client ending (fin, half, rst) after each of `reads`
+    ((bytes or a marker, label)) of the answer (the CI table takes ci_read's fin and rst)."""
+    out = offset_cases(prefix, build, {"start": 0, "request-line": 7,
+                                       "headers": lambda d: len(d) // 2,
+                                       "last-but-one": lambda d: len(d) - 1,
+                                       "all": lambda d: len(d)},
+                       ci_marks=("all",), stall_marks=("headers",))
+    for read, label in reads:
+        for how in ENDS:
+            def run(h, read=read, how=how):
+                return send_then_end(h.srv, build(h.w), None, how, read_first=read)
+            out.append(Case("%s %s after %s of the answer" % (prefix, how, label), run,
+                            ci=(label == ci_read and how in ("fin", "rst"))))
     return out
 
 
@@ -822,18 +855,9 @@ def build_table():
     # -- download (presigned GET) -------------------------------------------------------------
     def dl_req(w):
         return get_head(w, path_of(w.download_url()), auth=False)
-    cases += offset_cases("download", dl_req, {"start": 0, "request-line": 7,
-                                               "headers": lambda d: len(d) // 2,
-                                               "last-but-one": lambda d: len(d) - 1,
-                                               "all": lambda d: len(d)},
-                          ci_marks=("all",), stall_marks=("headers",))
-    for read, label in ((1, "1 byte"), (b"\r\n\r\n", "the headers"), (MIB, "1 MiB"),
-                        (DOWNLOAD_SIZE - 10, "all but the end")):
-        for how in ENDS:
-            def run(h, read=read, how=how):
-                return send_then_end(h.srv, dl_req(h.w), None, how, read_first=read)
-            cases.append(Case("download %s after %s of the answer" % (how, label), run,
-                              ci=(label == "1 MiB" and how in ("fin", "rst"))))
+    cases += get_answer_cases("download", dl_req,
+                              ((1, "1 byte"), (b"\r\n\r\n", "the headers"), (MIB, "1 MiB"),
+                               (DOWNLOAD_SIZE - 10, "all but the end")), ci_read="1 MiB")
 
     def dl_ok(h):
         c = Conn(h.srv)
@@ -850,16 +874,7 @@ def build_table():
         the file, and every one of them must still reach the client before the close."""
         c = Conn(h.srv, rcvbuf=64 * KIB)
         c.send(dl_req(h.w))
-        c.s.settimeout(10)
-        while True:
-            try:
-                b = c.s.recv(64 * KIB)
-            except OSError:
-                break
-            if not b:
-                break
-            c.got += b
-            time.sleep(0.001)
+        c.read_slowly(0.001)
         head, _, rest = c.got.partition(b"\r\n\r\n")
         assert c.status() == 200 and len(rest) == h.w.download_size, (
             "slow download: status %s, %d of %d bytes, then the connection ended" % (
@@ -940,18 +955,9 @@ def build_table():
     # -- calendar feed: rendered on the thread pool, then written --------------------------------
     def feed_req(w):
         return get_head(w, w.feed_path, auth=False)
-    cases += offset_cases("calendar-feed", feed_req, {"start": 0, "request-line": 7,
-                                                     "headers": lambda d: len(d) // 2,
-                                                     "last-but-one": lambda d: len(d) - 1,
-                                                     "all": lambda d: len(d)},
-                          ci_marks=("all",), stall_marks=("headers",))
-    for read, label in ((b"\r\n\r\n", "the headers"), (256 * KIB, "256 KiB"),
-                        (2 * MIB, "2 MiB")):
-        for how in ENDS:
-            def run(h, read=read, how=how):
-                return send_then_end(h.srv, feed_req(h.w), None, how, read_first=read)
-            cases.append(Case("calendar-feed %s after %s of the answer" % (how, label), run,
-                              ci=(label == "256 KiB" and how in ("fin", "rst"))))
+    cases += get_answer_cases("calendar-feed", feed_req,
+                              ((b"\r\n\r\n", "the headers"), (256 * KIB, "256 KiB"),
+                               (2 * MIB, "2 MiB")), ci_read="256 KiB")
 
     def feed_ok(h):
         c = Conn(h.srv)
@@ -967,21 +973,13 @@ def build_table():
         """A reader slower than the write deadline (2 s here) that keeps reading: it gets the
         whole feed (before, a whole answer had one deadline from its write, progress or not,
         and a feed of megabytes on a slow link was cut)."""
-        # A small receive window keeps the server's kernel buffer small too, so most of the
-        # answer waits in the worker, under its write deadline, while it is read.
+        # The kernel's send buffer takes megabytes of the answer at once; this reader takes
+        # longer than the deadline to drain it, while the worker's own queue does not move:
+        # only what the client's side acknowledges shows that it reads.
         c = Conn(h.srv, rcvbuf=4 * KIB)
         c.send(feed_req(h.w))
-        c.s.settimeout(10)
         start = time.monotonic()
-        while not c.got.endswith(b"END:VCALENDAR\r\n"):
-            try:
-                b = c.s.recv(64 * KIB)
-            except OSError:
-                break
-            if not b:
-                break
-            c.got += b
-            time.sleep(0.012)
+        c.read_slowly(0.012, until=b"END:VCALENDAR\r\n")
         took = time.monotonic() - start
         n = c.got.count(b"BEGIN:VEVENT")
         assert c.status() == 200 and n == FEED_SESSIONS, (
