@@ -104,6 +104,9 @@ BAD = [
     # Past 30 s presence (60 s after the last ping) would lapse between pings.
     ("STREAM_PING_SECONDS", {"STREAM_PING_SECONDS": "31"}),
     ("STREAM_PING_SECONDS", {"STREAM_PING_SECONDS": "1"}),
+    # Below 1 MiB not one large calendar feed would fit.
+    ("CALENDAR_FEED_MEMORY_MAX", {"CALENDAR_FEED_MEMORY_MAX": "1048575"}),
+    ("CALENDAR_FEED_MEMORY_MAX", {"CALENDAR_FEED_MEMORY_MAX": "64MiB"}),
 ]
 
 
