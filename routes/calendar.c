@@ -189,8 +189,11 @@ static void feed_rendered(http_req_t *req, void *data)
         http_reply(req, 304, NULL, "", 0);
         return;
     }
-    /* The body lives in the job, which the arena frees. */
     http_reply(req, 200, "text/calendar; charset=utf-8", f->body.data, f->body.len);
+    /* The answer is in the socket, or its unwritten tail in a copy of its own (core/http.c): the
+     * body is not needed any more. Its bytes stay counted until the request ends, as the copy
+     * (at most as large) is held until then. */
+    growbuf_free(&f->body);
 }
 
 static void feed_render_free(void *data)

@@ -994,6 +994,29 @@ def build_table():
         return send_then_end(h.srv, feed_req(h.w), None, "deaf", rcvbuf=4096)
     cases.append(Case("calendar-feed never read (SO_RCVBUF 4 KiB), held", feed_noread, ci=True))
 
+    def feed_unread_memory(h):
+        """One feed nobody reads: the worker holds it once (what CALENDAR_FEED_MEMORY_MAX
+        counts), not once in the request and again as the unwritten tail of the answer."""
+        c = Conn(h.srv)
+        c.send(feed_req(h.w))
+        c.read(until=b"END:VCALENDAR\r\n", timeout=30)
+        size = len(c.got)
+        c.end("fin")
+        time.sleep(0.3)
+        base = Snapshot(h.srv, h.pid).rss
+        c = Conn(h.srv, rcvbuf=4096)
+        c.send(feed_req(h.w))
+        c.wait_answer()
+        time.sleep(0.3)
+        held = Snapshot(h.srv, h.pid).rss - base
+        h.note("a %.1f MiB feed unread: RSS +%.1f MiB" % (size / MIB, held / MIB))
+        if not h.asan:
+            assert held < size * 1.2, (
+                "a %.1f MiB feed unread holds %.1f MiB" % (size / MIB, held / MIB))
+        return [c.s]
+    cases.append(Case("calendar-feed never read: memory of one feed", feed_unread_memory,
+                      ci=True))
+
     def feed_burst(h):
         """Clients that leave as soon as they have asked: their feeds wait for the pool or
         are being rendered when they go; each job's rows and body go with its request."""
@@ -1034,6 +1057,14 @@ def build_table():
                 "%d unread feeds hold %.1f MiB" % (k, (peak - base) / MIB))
         return [c.s for c in held]
     cases.append(Case("calendar-feed x8 never read: memory of all feeds", feed_unread_burst,
+                      ci=True))
+
+    def feed_after(h):
+        """After the feeds above (left, unread, refused), the worker's feed budget is given
+        back: feeds are answered again (a budget that drifted up answers 503 for good)."""
+        for _ in range(3):
+            feed_ok(h)
+    cases.append(Case("calendar-feed after the others: the budget given back", feed_after,
                       ci=True))
 
     def replay_burst(h):
