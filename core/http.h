@@ -195,7 +195,9 @@ static inline const char *http_req_param(const http_req_t *req, int i)
  * replaces the default "Cache-Control: no-store" of every non-streamed answer. */
 void http_res_header(http_req_t *req, const char *name, const char *value);
 
-/* Replies. body must stay valid until the request is freed (arena, static or owned). */
+/* Replies. body must stay valid until the request is freed (arena, static or owned), except for
+ * http_reply, which writes what the socket takes and copies the rest before it returns: its
+ * caller may free a large body right after (routes/calendar.c does). */
 void http_reply(http_req_t *req, int status, const char *content_type, const char *body,
                 size_t len);
 /* Takes ownership of a heap buffer (freed after the write). */

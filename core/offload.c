@@ -132,6 +132,7 @@ void offload_run_kind(http_req_t *req, offload_kind_t kind, offload_work_fn work
     if ((unsigned)kind >= OFFLOAD_KIND_COUNT) kind = OFFLOAD_OTHER;
     struct lane *l = &lanes[kind];
     if (l->queued >= LANE_MAX[kind]) {
+        http_res_header(req, "Retry-After", "1");
         http_reply_error(req, 503, "UNAVAILABLE", "Server busy");
         return;
     }
