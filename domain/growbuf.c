@@ -27,15 +27,6 @@ void growbuf_puts(growbuf_t *b, const char *s)
     growbuf_put(b, s, strlen(s));
 }
 
-void growbuf_fit(growbuf_t *b)
-{
-    if (!b->data || b->cap == b->len + 1) return;
-    char *d = realloc(b->data, b->len + 1);
-    if (d == NULL) return; /* a smaller block refused: the larger one is still good */
-    b->data = d;
-    b->cap = b->len + 1;
-}
-
 void growbuf_free(growbuf_t *b)
 {
     free(b->data);

@@ -19,8 +19,5 @@ typedef struct growbuf {
 
 void growbuf_put(growbuf_t *b, const void *p, size_t n);
 void growbuf_puts(growbuf_t *b, const char *s);
-/* Gives back the room past the text (the doubling leaves up to half of it unused): for a large
- * buffer that is kept a while, e.g. an answer being sent. */
-void growbuf_fit(growbuf_t *b);
 /* Frees the data and empties the buffer. */
 void growbuf_free(growbuf_t *b);

@@ -169,7 +169,6 @@ static void feed_render_work(void *data)
     }
     growbuf_free(&link);
     ical_end(&f->body);
-    growbuf_fit(&f->body); /* held while the client reads it */
     char hash[CRYPTO_SHA256_HEX_LEN + 1];
     crypto_sha256_hex(f->body.data, f->body.len, hash);
     snprintf(f->etag, sizeof(f->etag), "\"%.32s\"", hash);
@@ -180,19 +179,19 @@ static void feed_render_work(void *data)
 static void feed_rendered(http_req_t *req, void *data)
 {
     feed_render_t *f = data;
-    feed_count(f, f->body.cap);
     http_res_header(req, "ETag", f->etag);
     /* Private: the URL is a credential; revalidate every time so a change shows at once. */
     http_res_header(req, "Cache-Control", "private, no-cache");
     const char *inm = http_req_header(req, "If-None-Match");
-    if (inm && header_lists(inm, f->etag, true)) {
+    bool unchanged = inm && header_lists(inm, f->etag, true);
+    if (unchanged)
         http_reply(req, 304, NULL, "", 0);
-        return;
-    }
-    http_reply(req, 200, "text/calendar; charset=utf-8", f->body.data, f->body.len);
-    /* The answer is in the socket, or its unwritten tail in a copy of its own (core/http.c): the
-     * body is not needed any more. Its bytes stay counted until the request ends, as the copy
-     * (at most as large) is held until then. */
+    else
+        http_reply(req, 200, "text/calendar; charset=utf-8", f->body.data, f->body.len);
+    /* The answer is in the socket, or its unwritten tail in a copy of its own (http_reply): the
+     * body is not needed any more. What may still be held until the request ends, that copy, is
+     * at most the body's length, which stays counted. */
+    feed_count(f, unchanged ? 0 : f->body.len);
     growbuf_free(&f->body);
 }
 

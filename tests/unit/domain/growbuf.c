@@ -35,31 +35,10 @@ static void test_grows_and_terminates(void **state)
     assert_int_equal(b.cap, 0);
 }
 
-static void test_fit_keeps_the_text(void **state)
-{
-    (void)state;
-    growbuf_t b = GROWBUF_INIT;
-    growbuf_fit(&b); /* nothing yet: stays empty */
-    assert_null(b.data);
-    for (int i = 0; i < 100; i++)
-        growbuf_puts(&b, "abc");
-    assert_true(b.cap > b.len + 1);
-    growbuf_fit(&b);
-    assert_int_equal(b.cap, 301);
-    assert_int_equal(b.len, 300);
-    assert_int_equal(b.data[300], '\0');
-    assert_memory_equal(b.data + 297, "abc", 3);
-    growbuf_puts(&b, "d"); /* and it grows again */
-    assert_int_equal(b.len, 301);
-    assert_string_equal(b.data + 297, "abcd");
-    growbuf_free(&b);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grows_and_terminates),
-        cmocka_unit_test(test_fit_keeps_the_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
